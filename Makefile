@@ -1,0 +1,67 @@
+# Developer entry points. `make test` is the whole suite (what CI runs); `make demo` is the main job.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+STATE ?= /var/tmp/workflow-agent-dev
+export WORKFLOW_AGENT_STATE := $(STATE)
+VENV := .venv
+PY := $(VENV)/bin/python
+ACTIVATE := . $(VENV)/bin/activate &&
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+
+.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule demo demo-down bench soak clean
+
+help:
+	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
+	@echo "make demo-down  tear the demo down"
+	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule)"
+	@echo "make lint | sanity | units | pytest | galaxy | molecule | bench"
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements/dev.in requirements/constraints.txt agent/pyproject.toml tests/emulator/pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade 'pip<26'
+	$(PY) -m pip install -q -r requirements/dev.in -c requirements/constraints.txt
+	$(PY) -m pip install -q -c requirements/constraints.txt -e 'agent[docker,kubernetes]' -e tests/emulator
+	touch $@
+
+engine:
+	bash scripts/docker-engine.sh
+
+images: engine
+	bash scripts/images.sh
+	bash scripts/build-job-image.sh
+
+bootstrap: venv images
+
+lint: venv
+	bash scripts/stage.sh lint -- bash scripts/lint.sh
+
+sanity: venv
+	bash scripts/stage.sh sanity -- bash scripts/ansible-test.sh sanity
+
+units: venv
+	bash scripts/stage.sh units -- bash scripts/ansible-test.sh units
+
+pytest: bootstrap
+	bash scripts/stage.sh pytest -- $(ACTIVATE) pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/pytest.xml agent/tests tests/emulator/tests tests/unit tests/integration
+
+galaxy: venv
+	bash scripts/stage.sh galaxy -- bash scripts/galaxy.sh
+
+molecule: bootstrap galaxy
+	bash scripts/stage.sh molecule -- bash scripts/molecule.sh $(SCENARIOS)
+
+test:
+	bash scripts/test.sh
+
+demo: bootstrap
+	$(ACTIVATE) bash scripts/demo.sh up
+
+demo-down:
+	$(ACTIVATE) bash scripts/demo.sh down
+
+bench: bootstrap
+	$(ACTIVATE) python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) dist tests/output .ansible

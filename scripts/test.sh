@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make test`: bootstrap what the suite needs, then every stage. Each stage prints one verdict
+# line; all stages run even after a failure so one run shows everything; exit 1 if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+export WORKFLOW_AGENT_STATE=$STATE
+mkdir -p "$STATE"; rm -f "$STATE/summary"; rm -rf "$STATE/junit"; mkdir -p "$STATE/junit"
+t0=$(date +%s)
+failed=0
+run() { make --no-print-directory "$@" || failed=1; }
+
+bash scripts/stage.sh bootstrap -- make --no-print-directory bootstrap || {
+  echo "bootstrap failed; nothing else can run"; exit 1; }
+for s in lint sanity units pytest galaxy molecule; do run "$s"; done
+
+echo
+echo "== summary ($(( $(date +%s) - t0 ))s)"
+cat "$STATE/summary"
+# One closing line that counts every test case of every runner (pytest, ansible-test units,
+# testinfra under molecule), from their JUnit reports.
+.venv/bin/python scripts/junit_total.py "$STATE/junit" tests/output/junit
+exit $failed
