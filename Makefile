@@ -30,6 +30,7 @@ engine:
 images: engine
 	bash scripts/images.sh
 	bash scripts/build-job-image.sh
+	bash tests/emulator/build-image.sh
 
 bootstrap: venv images
 
@@ -43,7 +44,7 @@ units: venv
 	bash scripts/stage.sh units -- bash scripts/ansible-test.sh units
 
 pytest: bootstrap
-	bash scripts/stage.sh pytest -- $(ACTIVATE) pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/pytest.xml agent/tests tests/emulator/tests tests/unit tests/integration
+	bash scripts/stage.sh pytest -- $(ACTIVATE) pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/pytest.xml agent/tests tests/emulator/tests tests/integration
 
 galaxy: venv
 	bash scripts/stage.sh galaxy -- bash scripts/galaxy.sh

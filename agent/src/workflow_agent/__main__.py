@@ -1,0 +1,3 @@
+from workflow_agent.cli import main
+
+raise SystemExit(main())

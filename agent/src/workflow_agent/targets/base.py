@@ -1,0 +1,80 @@
+"""The one interface every execution target implements (docker, kubernetes, process).
+
+The agent owns the job protocol (steps, status, logs, heartbeats); a target only executes and
+reports what happened. Order of calls for one job:
+    prepare(job) -> run_step(job, step, ...) for each step -> cleanup(job)   (cleanup always runs)
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+LABEL_JOB = "workflow-agent/job-id"
+LABEL_RUN = "workflow-agent/run-id"
+LABEL_INSTANCE = "workflow-agent/instance"
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int  # 1..N: step 0 is skipped by the agent before it reaches a target
+    name: str
+    run: str  # a /bin/sh script
+    timeout: float | None = None  # seconds, already min(step timeout, remaining job time)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    job_id: str
+    run_id: str
+    image: str
+    # (username, password); never logged. repr=False keeps it out of tracebacks and debug logs.
+    image_credentials: tuple[str, str] | None = field(default=None, repr=False)
+    # The final job env, computed by the agent: job env + allowlisted host vars + DOCKER_HOST.
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    steps: tuple[Step, ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    exit_code: int | None  # None when the step was killed
+    reason: str  # "exited" | "timeout" | "canceled" | "error"
+    detail: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.reason == "exited" and self.exit_code == 0
+
+
+class TargetError(Exception):
+    """A clear, job-level error, e.g. 'image local/x:1 not found and pull_image is false'."""
+
+
+class Target(abc.ABC):
+    @abc.abstractmethod
+    def prepare(self, job: JobSpec) -> None:
+        """Pull the image, create the container, pod or work dir. TargetError on failure."""
+
+    @abc.abstractmethod
+    def run_step(
+        self,
+        job: JobSpec,
+        step: Step,
+        on_line: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> StepOutcome:
+        """Run one step; stream its output lines (no trailing newline) to on_line.
+
+        Kills the step on timeout or when `cancel` is set: TERM, a grace period, then KILL.
+        """
+
+    @abc.abstractmethod
+    def cleanup(self, job: JobSpec) -> None:
+        """Remove everything prepare/run_step made. Always called, idempotent, never raises."""
+
+    @abc.abstractmethod
+    def cleanup_orphans(self) -> int:
+        """At agent start: remove leftovers this agent instance labelled. Returns the count."""

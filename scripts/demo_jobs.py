@@ -1,0 +1,70 @@
+"""Enqueue demo jobs on the emulator, wait for them with progress, print who ran what."""
+
+import argparse
+import collections
+import json
+import pathlib
+import sys
+import time
+import urllib.request
+
+
+def call(url: str, token: str, method: str = "GET", body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Authorization", f"Bearer {token}")
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 (the local emulator)
+        return json.loads(resp.read() or b"{}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--admin-token-file", required=True)
+    p.add_argument("--jobs", type=int, default=12)
+    p.add_argument("--timeout", type=float, default=300)
+    a = p.parse_args()
+    token = pathlib.Path(a.admin_token_file).read_text().strip()
+    ids = []
+    for i in range(1, a.jobs + 1):
+        job = {
+            "steps": [
+                {"name": "build", "run": f'echo "job {i} building on $(hostname)"; sleep 2'},
+                {"name": "deploy", "run": f'echo "job {i} deployed"'},
+            ]
+        }
+        ids.append(call(f"{a.url}/admin/jobs", token, "POST", job)["id"])
+    print(f"enqueued {len(ids)} jobs")
+    deadline = time.monotonic() + a.timeout
+    terminal = {"succeeded", "failed", "canceled", "skipped"}
+    last = None
+    while True:
+        jobs = [call(f"{a.url}/admin/jobs/{j}", token) for j in ids]
+        counts = collections.Counter(j["status"] for j in jobs)
+        line = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        if line != last:
+            print(f"  {time.strftime('%H:%M:%S')}  {line}", flush=True)
+            last = line
+        if all(j["status"] in terminal for j in jobs):
+            break
+        if time.monotonic() > deadline:
+            print(f"timed out after {a.timeout:.0f}s", file=sys.stderr)
+            return 1
+        time.sleep(1)
+    table = collections.defaultdict(collections.Counter)
+    for j in jobs:
+        table[j.get("agent") or "-"][j["status"]] += 1
+    print()
+    print(f"{'host':<14} {'instance':<9} {'jobs run':>8}  result")
+    for agent in sorted(table):
+        host, _, inst = agent.partition("/")
+        res = ", ".join(f"{n} {s}" for s, n in sorted(table[agent].items()))
+        print(f"{host:<14} {inst:<9} {sum(table[agent].values()):>8}  {res}")
+    ok = counts.get("succeeded", 0)
+    print(f"\n{ok}/{len(jobs)} jobs succeeded on {len(table)} agents")
+    return 0 if ok == len(jobs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
