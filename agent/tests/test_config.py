@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-
 from workflow_agent import config as c
 from workflow_agent.config import ConfigError, load_config, to_document, validate_mapping
 
@@ -174,7 +173,7 @@ def test_missing_token(data):
 ERRORS = [
     ({"polling_interval": "5 minutes"}, 'polling_interval: "5 minutes" is not a duration'),
     ({"polling_interval": 30}, "polling_interval: 30 is not a duration: add a unit"),
-    ({"polling_interval": "0s"}, "polling_interval: \"0s\" must be longer than 0s"),
+    ({"polling_interval": "0s"}, 'polling_interval: "0s" must be longer than 0s'),
     ({"request_timeout": "-5s"}, 'request_timeout: "-5s" is negative'),
     ({"token_expiration": "1d"}, 'token_expiration: "1d" is not a duration'),
     ({"health_threshold": True}, "health_threshold: true is not a duration"),

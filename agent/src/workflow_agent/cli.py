@@ -21,7 +21,6 @@ from workflow_agent.config import (
     CONFIG_FILE_NAME,
     DEPLOY_TARGETS,
     ConfigError,
-    LoadedConfig,
     load_config,
     to_document,
     validate_mapping,
@@ -85,33 +84,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return runner.run(loaded)
 
 
-def _check_document(loaded: LoadedConfig) -> dict:
-    cfg = loaded.config
-    document = to_document(cfg, include_defaults=True)
-    return {
-        "source": loaded.source,
-        "searched": list(loaded.searched),
-        "config": document,
-        "origins": {k: loaded.origins.get(k, "default") for k in document},
-        "derived": {"effective_health_threshold": format_duration(cfg.effective_health_threshold)},
-    }
-
-
 def _cmd_check(args: argparse.Namespace) -> int:
     try:
         loaded = load_config(args.config)
     except ConfigError as exc:
         return _error(str(exc))
-    doc = _check_document(loaded)
+    cfg = loaded.config
+    document = to_document(cfg, include_defaults=True)
     if args.format == "json":
-        print(json.dumps(doc, indent=2))
+        # One object, the reference's keys (+ extensions), as a config file would spell them.
+        print(json.dumps(document, indent=2))
         return 0
     # YAML-readable text: each value JSON-encoded (valid YAML flow), its origin as a comment.
-    print(f"# source: {doc['source'] or '(no file: defaults and environment only)'}")
-    for key, value in doc["config"].items():
-        print(f"{key}: {json.dumps(value)}  # {doc['origins'][key]}")
-    for key, value in doc["derived"].items():
-        print(f"# {key}: {value}")
+    print(f"# source: {loaded.source or '(no file: defaults and environment only)'}")
+    for key, value in document.items():
+        print(f"{key}: {json.dumps(value)}  # {loaded.origins.get(key, 'default')}")
+    print(f"# effective health_threshold: {format_duration(cfg.effective_health_threshold)}")
     return 0
 
 

@@ -63,7 +63,7 @@ class ConfigError(Exception):
         self.source = source
         self.key = key
         self.reason = _one_line(reason)
-        where = _printable(source)
+        where = _printable(source, limit=None)  # a path is never shortened: it says where to look
         text = f"{where}: {_printable(key)}: {self.reason}" if key else f"{where}: {self.reason}"
         super().__init__(text)
 
@@ -73,11 +73,14 @@ def _one_line(text: str) -> str:
     return _SECRET_PATTERN.sub("pul-***", " ".join(str(text).split()))
 
 
-def _printable(text: str) -> str:
-    """Names (keys, paths) as given, or JSON-quoted when they would break the one-line form."""
+def _printable(text: str, limit: int | None = 80) -> str:
+    """Names (keys, paths) as given, or JSON-quoted when they would break the one-line form.
+
+    Keys longer than `limit` are shortened; file paths (limit=None) never are.
+    """
     if text.isprintable() and text.strip() == text and text:
-        return text if len(text) <= 80 else _show(text)
-    return _show(text)
+        return text if limit is None or len(text) <= limit else _show(text)
+    return json.dumps(text, ensure_ascii=False) if limit is None else _show(text)
 
 
 def _show(value: Any) -> str:
