@@ -1,0 +1,112 @@
+"""Per-job directories under `shared_volume_directory` (default: the OS temp dir).
+
+Layout: `<base>/workflow-agent-job-<job>-<random>/` (mode 0700) holds `owner.json` (instance,
+job and run ids; the process target adds the process groups it started) and `work/`, the
+directory the steps run in. Keeping the agent's bookkeeping next to, not inside, `work/` keeps
+the job's workspace clean; `owner.json` is how a restarted agent recognises its orphans.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from workflow_agent.targets.base import JobSpec, TargetError
+
+log = logging.getLogger(__name__)
+
+PREFIX = "workflow-agent-job-"
+OWNER_FILE = "owner.json"
+
+
+@dataclass(frozen=True)
+class JobDir:
+    root: Path
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    def owner(self) -> dict:
+        try:
+            data = json.loads((self.root / OWNER_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def write_owner(self, data: dict) -> None:
+        tmp = self.root / (OWNER_FILE + ".tmp")
+        tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.root / OWNER_FILE)
+
+
+def base_dir(shared_volume_directory: str) -> Path:
+    return Path(shared_volume_directory or tempfile.gettempdir())
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[:40] or "job"
+
+
+def create(base: Path, instance: str, job: JobSpec) -> JobDir:
+    """Make the per-job dir and its owner record; TargetError when the base is unusable."""
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        root = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_slug(job.job_id)}-", dir=base))
+    except OSError as exc:
+        raise TargetError(
+            f"cannot create a job directory under {base}: {exc.strerror or exc}"
+        ) from None
+    jd = JobDir(root)
+    jd.work.mkdir(mode=0o700)
+    jd.write_owner({"instance": instance, "job_id": job.job_id, "run_id": job.run_id})
+    return jd
+
+
+def find(base: Path, instance: str) -> list[JobDir]:
+    """Every job dir under `base` that `instance` created."""
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return []
+    found = []
+    for path in entries:
+        if path.name.startswith(PREFIX) and path.is_dir() and not path.is_symlink():
+            jd = JobDir(path)
+            if jd.owner().get("instance") == instance:
+                found.append(jd)
+    return found
+
+
+def _make_writable(func, path, _exc) -> None:
+    # A step may leave read-only directories behind (chmod 0500, Go's module cache does this):
+    # make the parent writable and retry once.
+    parent = os.path.dirname(path)
+    with contextlib.suppress(OSError):
+        os.chmod(parent, stat.S_IRWXU)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, stat.S_IRWXU)
+    func(path)
+
+
+def remove(jd: JobDir) -> bool:
+    """Delete the job dir; True when it is gone. Never raises."""
+    try:
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(jd.root, onexc=_make_writable)
+        else:
+            shutil.rmtree(jd.root, onerror=_make_writable)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.warning("could not remove job directory %s: %s", jd.root, exc)
+    return not jd.root.exists()
