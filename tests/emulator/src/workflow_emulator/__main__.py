@@ -1,0 +1,5 @@
+import sys
+
+from workflow_emulator.cli import main
+
+sys.exit(main())

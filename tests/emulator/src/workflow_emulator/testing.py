@@ -1,0 +1,259 @@
+"""A pytest-friendly handle on a real emulator process.
+
+    with Emulator(heartbeat_timeout="5s") as emu:
+        job = emu.create_job(steps=[{"name": "build", "run": "echo hi"}])
+        ...  # start an agent with service_url=emu.url and token=emu.pool_token
+        [done] = emu.wait_jobs([job], timeout=120)
+
+The server runs as a subprocess (`python -m workflow_emulator serve`) on a free loopback port
+with a temporary state file; tokens reach it through the environment, never argv.
+"""
+
+import os
+import pathlib
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import httpx
+
+TERMINAL = frozenset({"succeeded", "failed", "canceled", "skipped"})
+
+
+class EmulatorError(RuntimeError):
+    pass
+
+
+class Emulator:
+    def __init__(
+        self,
+        *,
+        heartbeat_timeout: str = "10m",
+        online_window: str = "60s",
+        org: str = "default",
+        default_image: str | None = None,
+        pool_token: str | None = None,
+        admin_token: str | None = None,
+        state_dir: str | os.PathLike | None = None,
+        startup_timeout: float = 60.0,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        self.pool_token = pool_token or "pul-" + secrets.token_hex(20)
+        self.admin_token = admin_token or secrets.token_hex(20)
+        self.heartbeat_timeout = heartbeat_timeout
+        self.online_window = online_window
+        self.org = org
+        self.default_image = default_image
+        self.startup_timeout = startup_timeout
+        self.extra_env = dict(extra_env or {})
+        self._own_dir = state_dir is None
+        self.dir = pathlib.Path(state_dir or tempfile.mkdtemp(prefix="wfa-emulator-"))
+        self.state_file = self.dir / "state.sqlite"
+        self.url_file = self.dir / "url"
+        self.log_path = self.dir / "emulator.log"
+        self.url = ""
+        self.port = 0
+        self._proc: subprocess.Popen | None = None
+        self._client: httpx.Client | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "Emulator":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start(self) -> None:
+        if self._proc is not None:
+            raise EmulatorError("the emulator is already running")
+        self.url_file.unlink(missing_ok=True)
+        env = {
+            **os.environ,
+            "EMULATOR_ADMIN_TOKEN": self.admin_token,
+            "EMULATOR_SEED_TOKEN": self.pool_token,
+            "EMULATOR_HEARTBEAT_TIMEOUT": self.heartbeat_timeout,
+            "EMULATOR_ONLINE_WINDOW": self.online_window,
+            "EMULATOR_ORG": self.org,
+            **self.extra_env,
+        }
+        if self.default_image:
+            env["EMULATOR_DEFAULT_IMAGE"] = self.default_image
+        cmd = [
+            sys.executable,
+            "-m",
+            "workflow_emulator",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--state-file",
+            str(self.state_file),
+            "--url-file",
+            str(self.url_file),
+        ]
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        deadline = time.monotonic() + self.startup_timeout
+        while not self.url_file.exists():
+            if self._proc.poll() is not None:
+                self._proc = None
+                raise EmulatorError(
+                    f"the emulator exited at start; see {self.log_path}:\n" + self._log_tail()
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise EmulatorError(f"the emulator did not start in {self.startup_timeout}s")
+            time.sleep(0.05)
+        self.url = self.url_file.read_text().strip()
+        self.port = int(self.url.rsplit(":", 1)[1])
+        self._client = httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {self.admin_token}"},
+            timeout=30.0,
+        )
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+
+    def restart(self) -> None:
+        """Stop and start again on the same port with the same state file."""
+        self.stop()
+        self.start()
+
+    def kill(self) -> None:
+        """SIGKILL the server (no clean shutdown), e.g. to prove the state file survives it."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait(timeout=30)
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    # ------------------------------------------------------------------ admin API
+    def admin(self, method: str, path: str, json: object = None, **kw) -> httpx.Response:
+        if self._client is None:
+            raise EmulatorError("the emulator is not running")
+        if json is not None:
+            kw["json"] = json
+        return self._client.request(method, path, **kw)
+
+    def _ok(self, resp: httpx.Response) -> dict:
+        if resp.status_code >= 400:
+            raise EmulatorError(
+                f"{resp.request.method} {resp.request.url.path} -> {resp.status_code}: {resp.text}"
+            )
+        return resp.json()
+
+    def create_job(self, steps: list[dict], **kw) -> str:
+        """Queue a job (kw: image, env, timeout, type, pool, os, architecture); returns its id."""
+        return self._ok(self.admin("POST", "/admin/jobs", {"steps": steps, **kw}))["id"]
+
+    def create_jobs(self, count: int, steps: list[dict], **kw) -> list[str]:
+        return self._ok(self.admin("POST", "/admin/jobs", {"steps": steps, "count": count, **kw}))[
+            "ids"
+        ]
+
+    def job(self, job_id: str) -> dict:
+        return self._ok(self.admin("GET", f"/admin/jobs/{job_id}"))
+
+    def jobs(self, status: str | None = None) -> list[dict]:
+        params = {"status": status} if status else None
+        return self._ok(self.admin("GET", "/admin/jobs", params=params))["jobs"]
+
+    def wait_jobs(self, ids: list[str], timeout: float = 120.0, poll: float = 0.2) -> list[dict]:
+        """The jobs, once every one is terminal (succeeded, failed, canceled, skipped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            jobs = [self.job(i) for i in ids]
+            if all(j["status"] in TERMINAL for j in jobs):
+                return jobs
+            if time.monotonic() > deadline:
+                waiting = {j["id"]: j["status"] for j in jobs if j["status"] not in TERMINAL}
+                raise TimeoutError(f"jobs not finished after {timeout}s: {waiting}")
+            time.sleep(poll)
+
+    def cancel(self, job_id: str, reason: str = "canceled by test") -> dict:
+        return self._ok(self.admin("POST", f"/admin/jobs/{job_id}/cancel", {"reason": reason}))
+
+    def agents(self, online_within: float | None = 60, pool: str | None = None) -> list[dict]:
+        params: dict = {}
+        if online_within is not None:
+            params["online_within"] = online_within
+        if pool is not None:
+            params["pool"] = pool
+        return self._ok(self.admin("GET", "/admin/agents", params=params))["agents"]
+
+    def wait_agents(
+        self, count: int, online_within: float = 60, pool: str | None = None, timeout: float = 120
+    ) -> list[dict]:
+        """The online agents, once exactly `count` are online."""
+        deadline = time.monotonic() + timeout
+        while True:
+            agents = self.agents(online_within=online_within, pool=pool)
+            if len(agents) == count:
+                return agents
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{len(agents)} agents online after {timeout}s, expected {count}: "
+                    f"{[a['id'] for a in agents]}"
+                )
+            time.sleep(0.2)
+
+    def faults(self, **settings) -> dict:
+        """Replace the fault settings (no arguments: no faults). See docs/protocol.md."""
+        return self._ok(self.admin("POST", "/admin/faults", settings))
+
+    def reset(self, pools: bool = False) -> None:
+        self._ok(self.admin("POST", "/admin/reset", {"pools": pools}))
+
+    def create_pool(self, name: str, **kw) -> dict:
+        """A new pool (kw: org, description, token); the result carries its `token`."""
+        return self._ok(self.admin("POST", "/admin/pools", {"name": name, **kw}))
+
+    def mint_oidc(self, **kw) -> str:
+        """An ID token from the emulator's test issuer (kw: org, audience, subject, expires_in)."""
+        return self._ok(self.admin("POST", "/admin/oidc/mint", kw))["token"]
+
+    def access_token(self, org: str | None = None) -> str:
+        """A token for the pool REST API /api/orgs/{org}/agent-pools (all orgs when None)."""
+        return self._ok(self.admin("POST", "/admin/access-tokens", {"org": org or "*"}))["token"]
+
+    def advance_clock(self, seconds: float) -> dict:
+        """Move the emulator's clock forward (heartbeat timeouts, token expiry, online windows)."""
+        return self._ok(self.admin("POST", "/admin/clock", {"advance": seconds}))
+
+    def stats(self) -> dict:
+        return self._ok(self.admin("GET", "/admin/stats"))
+
+    def metrics(self) -> str:
+        return self.admin("GET", "/metrics").text
