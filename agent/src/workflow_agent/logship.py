@@ -1,0 +1,156 @@
+"""Ship one step's output lines to the service in batches, with per-step offsets.
+
+Offsets count lines from 0 per step. A 409 whose `expectedOffset` equals `offset + len(batch)`
+means an earlier try landed but its answer was lost: the batch counts as delivered. A batch
+that fails transiently stays queued and goes out with the next flush, so lines are not lost
+while the service is briefly away.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time as _time
+from collections.abc import Callable
+
+from workflow_agent.client import Client, ServiceError
+from workflow_agent.clock import Clock
+
+log = logging.getLogger(__name__)
+
+BATCH_LINES = 100
+FLUSH_INTERVAL = 1.0  # seconds between flushes while a step runs
+MAX_LINE = 16 * 1024  # characters; longer lines are cut (a runaway line must not stall a job)
+
+
+def rfc3339(ts: float) -> str:
+    millis = int(ts * 1000) % 1000
+    return _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(ts)) + f".{millis:03d}Z"
+
+
+class LogShipper:
+    def __init__(
+        self,
+        client: Client,
+        job_id: str,
+        job_token: str,
+        step: int,
+        *,
+        redact: Callable[[str], str],
+        clock: Clock | None = None,
+        batch_lines: int = BATCH_LINES,
+        interval: float = FLUSH_INTERVAL,
+    ) -> None:
+        self.client = client
+        self.path = f"/api/workflow/jobs/{job_id}/{step}/logs"
+        self.job_token = job_token
+        self.redact = redact
+        self.clock = clock or client.clock
+        self.batch_lines = batch_lines
+        self.interval = interval
+        self.offset = 0  # lines the service has stored for this step
+        self.dropped = 0  # lines the service refused for good
+        self._pending: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self._ship_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- producer side (the target's output reader) ----------------------------------------
+
+    def add(self, line: str) -> None:
+        text = line.rstrip("\r\n")
+        if len(text) > MAX_LINE:
+            text = text[:MAX_LINE] + " [line truncated]"
+        entry = {"t": rfc3339(self.clock.time()), "l": self.redact(text)}
+        with self._lock:
+            self._pending.append(entry)
+            full = len(self._pending) >= self.batch_lines
+        if full:
+            self._wake.set()
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    # --- shipping -----------------------------------------------------------------------------
+
+    def flush(self) -> bool:
+        """Ship everything queued. False when a batch failed transiently (it stays queued)."""
+        with self._ship_lock:
+            while True:
+                with self._lock:
+                    batch = self._pending[: self.batch_lines]
+                if not batch:
+                    return True
+                outcome = self._ship(batch)
+                if outcome == "retry":
+                    return False
+                with self._lock:
+                    del self._pending[: len(batch)]
+                if outcome == "dropped":
+                    self.dropped += len(batch)
+
+    def _ship(self, batch: list[dict[str, str]], again: bool = True) -> str:
+        try:
+            reply = self.client.call(
+                "POST",
+                self.path,
+                route="job_logs",
+                json_body={"offset": self.offset, "lines": batch},
+                job_token=self.job_token,
+                bypass_breaker=True,
+            )
+        except ServiceError as exc:
+            expected = exc.body.get("expectedOffset") if isinstance(exc.body, dict) else None
+            if exc.status == 409 and isinstance(expected, int) and not isinstance(expected, bool):
+                if expected == self.offset + len(batch):
+                    self.offset = expected  # an earlier try landed; its answer was lost
+                    return "delivered"
+                if again and expected >= 0:
+                    log.warning(
+                        "%s: service expects offset %d, not %d; resending",
+                        self.path,
+                        expected,
+                        self.offset,
+                    )
+                    self.offset = expected
+                    return self._ship(batch, again=False)
+            if exc.status is not None and 400 <= exc.status < 500 and exc.status not in (408, 429):
+                log.warning("%s: %d log lines refused: %s", self.path, len(batch), exc)
+                return "dropped"
+            log.warning("%s: %d log lines not shipped yet: %s", self.path, len(batch), exc)
+            return "retry"
+        self.offset += len(batch)
+        data = reply.data
+        if isinstance(data, dict) and isinstance(data.get("offset"), int):
+            self.offset = data["offset"]
+        return "delivered"
+
+    # --- background flushing while the step runs ----------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name=f"logs{self.path}", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.clock.wait(self._wake, self.interval)
+            self._wake.clear()
+            self.flush()
+
+    def close(self) -> None:
+        """Stop the background flusher and ship what is left."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if not self.flush():
+            with self._lock:
+                lost = len(self._pending)
+                self._pending.clear()
+            self.dropped += lost
+            log.warning("%s: %d log lines could not be delivered", self.path, lost)

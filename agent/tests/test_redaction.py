@@ -1,0 +1,83 @@
+"""redaction: secret values never reach a shipped log line or the agent's own log."""
+
+import io
+import json
+import logging
+
+from workflow_agent.logsetup import JsonFormatter, TextFormatter
+from workflow_agent.redaction import MASK, Redactor
+
+
+def test_every_occurrence_is_masked():
+    r = Redactor(["s3cr3t"])
+    assert r("a s3cr3t and s3cr3ts3cr3t") == f"a {MASK} and {MASK}{MASK}"
+
+
+def test_longest_secret_wins():
+    r = Redactor(["abcd", "abcdefgh"])
+    assert r("xabcdefghx abcd") == f"x{MASK}x {MASK}"
+
+
+def test_multi_line_secrets_are_masked_line_by_line():
+    r = Redactor(["-----BEGIN KEY-----\nMIIEvQIBADANBg\n-----END KEY-----"])
+    assert r("MIIEvQIBADANBg") == MASK
+
+
+def test_short_values_are_not_treated_as_secrets():
+    r = Redactor(["abc", "", "   ", None])
+    assert r("abc def") == "abc def"
+
+
+def test_add_and_remove_are_counted():
+    r = Redactor()
+    r.add(["job-secret"])
+    r.add(["job-secret"])  # a second job with the same value
+    r.remove(["job-secret"])
+    assert r("job-secret") == MASK
+    r.remove(["job-secret"])
+    assert r("job-secret") == "job-secret"
+
+
+def _record(msg, *args, exc=None, **extra):
+    record = logging.LogRecord("x", logging.ERROR, __file__, 1, msg, args, exc)
+    for k, v in extra.items():
+        setattr(record, k, v)
+    return record
+
+
+def test_text_log_lines_are_masked_and_carry_ids():
+    r = Redactor(["pul-TOKEN123"])
+    try:
+        raise ValueError("bad pul-TOKEN123")
+    except ValueError:
+        import sys
+
+        exc = sys.exc_info()
+    line = TextFormatter(r).format(_record("auth %s", "pul-TOKEN123", exc=exc, job="j1", run="r1"))
+    assert "pul-TOKEN123" not in line
+    assert " job=j1 run=r1: auth [secret]" in line.splitlines()[0]
+    assert "ValueError: bad [secret]" in line
+
+
+def test_json_log_lines_are_masked():
+    r = Redactor(["pul-TOKEN123"])
+    doc = json.loads(JsonFormatter(r).format(_record("t=%s", "pul-TOKEN123", job="j")))
+    assert doc["msg"] == f"t={MASK}" and doc["job"] == "j" and doc["level"] == "error"
+
+
+def test_logsetup_routes_to_stderr(monkeypatch):
+    from workflow_agent import logsetup
+
+    buf = io.StringIO()
+    monkeypatch.setattr("sys.stderr", buf)
+    warnings = logsetup.setup(
+        level="warning", fmt="json", use_syslog=False, redactor=Redactor(["pul-X1234"])
+    )
+    try:
+        logging.getLogger("workflow_agent.t").info("hidden")
+        logging.getLogger("workflow_agent.t").warning("tok pul-X1234")
+    finally:
+        logging.getLogger().handlers.clear()
+    assert warnings == []
+    lines = [json.loads(line) for line in buf.getvalue().splitlines()]
+    assert [d["msg"] for d in lines] == [f"tok {MASK}"]
