@@ -8,13 +8,13 @@ PY := $(VENV)/bin/python
 ACTIVATE := . $(VENV)/bin/activate &&
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule demo demo-down bench soak clean
+.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule demo demo-down bench soak k8s-up k8s-down clean
 
 help:
 	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
 	@echo "make demo-down  tear the demo down"
 	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule)"
-	@echo "make lint | sanity | units | pytest | galaxy | molecule | bench"
+	@echo "make lint | sanity | units | pytest | galaxy | molecule | bench | k8s-up | k8s-down"
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements/dev.in requirements/constraints.txt agent/pyproject.toml tests/emulator/pyproject.toml
@@ -63,6 +63,12 @@ demo-down:
 
 bench: bootstrap
 	$(ACTIVATE) python benchmarks/run.py
+
+k8s-up: engine
+	bash tests/k8s/up.sh
+
+k8s-down:
+	bash tests/k8s/down.sh
 
 clean:
 	rm -rf $(VENV) dist tests/output .ansible
