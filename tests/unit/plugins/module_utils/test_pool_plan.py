@@ -296,7 +296,7 @@ def test_unequal_weights_wrong_way_moves_are_rare():
     rnd = random.Random(20240601)
     gains = 0
     trials = 2000
-    for _ in range(trials):
+    for _trial in range(trials):
         hosts = [
             {"name": f"h{i}", "weight": rnd.choice([1, 2, 3, 4, 8, 16, 0.5, 1.5])}
             for i in range(rnd.randint(1, 6))

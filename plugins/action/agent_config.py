@@ -1,0 +1,266 @@
+# -*- coding: utf-8 -*-
+# Copyright: selfhosted.workflow_agent contributors
+# Apache License 2.0 (see galaxy.yml)
+"""Validate an agent config with the agent's own schema on the controller, write it via copy.
+
+The schema lives in the agent source vendored in this collection (<collection>/agent/src), the
+one source of truth. pydantic and PyYAML are imported inside run() only, so the collection
+loads (and sanity's import test passes) on a controller without them.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import base64
+import os
+import re
+import sys
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+__metaclass__ = type
+
+# plugins/action/agent_config.py -> the collection root (a git checkout or an installed copy).
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+AGENT_SRC = os.path.join(COLLECTION_ROOT, "agent", "src")
+REQUIREMENTS = os.path.join(COLLECTION_ROOT, "requirements.txt")
+
+HEADER = (
+    "# Workflow agent configuration, written by Ansible (selfhosted.workflow_agent.agent_config).\n"
+    "# Local changes are overwritten on the next run.\n"
+)
+MASK = "***"
+CHANGED_MASK = "*** changed"
+
+ARGUMENT_SPEC = {
+    "dest": {"type": "path", "required": True},
+    "config": {"type": "dict", "required": True},
+    "owner": {"type": "str"},
+    "group": {"type": "str"},
+    "mode": {"type": "raw", "default": "0600"},
+    "backup": {"type": "bool", "default": False},
+}
+
+# Pool tokens look like pul-<hex>; mask any that a file might hold, whatever its key.
+_POOL_TOKEN = re.compile(r"pul-[A-Za-z0-9_-]+")
+
+
+def load_schema():
+    """Import the vendored agent's config module (and yaml); AnsibleActionFail when impossible."""
+    if not os.path.isfile(os.path.join(AGENT_SRC, "workflow_agent", "config.py")):
+        raise AnsibleActionFail(
+            "agent_config: the agent's config schema is missing from the collection "
+            "(expected %s/workflow_agent/config.py); reinstall the collection" % AGENT_SRC
+        )
+    try:
+        import pydantic  # noqa: F401 - only to name it when missing
+        import yaml
+    except ImportError as exc:
+        raise AnsibleActionFail(
+            "agent_config: the controller's Python (%s) lacks %s: pip install -r %s"
+            % (sys.executable, getattr(exc, "name", None) or exc, REQUIREMENTS)
+        ) from None
+    # Always the vendored copy: drop a workflow_agent imported from anywhere else.
+    for name in list(sys.modules):
+        if name == "workflow_agent" or name.startswith("workflow_agent."):
+            origin = getattr(sys.modules[name], "__file__", None) or ""
+            if not os.path.abspath(origin).startswith(AGENT_SRC + os.sep):
+                del sys.modules[name]
+    if AGENT_SRC not in sys.path:
+        sys.path.insert(0, AGENT_SRC)
+    try:
+        from workflow_agent import config as schema
+    except ImportError as exc:
+        raise AnsibleActionFail(
+            "agent_config: cannot import the agent's config schema from %s: %s (pip install -r %s)"
+            % (AGENT_SRC, exc, REQUIREMENTS)
+        ) from None
+    return schema, yaml
+
+
+def plain(value):
+    """Plain Python data from whatever the template engine passed (tagged str/dict subclasses)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict):
+        return dict((plain(k), plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def validate(schema, config):
+    """The validated AgentConfig; AnsibleActionFail naming the key on a bad value."""
+    try:
+        return schema.validate_mapping(config, source="config")
+    except schema.ConfigError as exc:
+        where = "config.%s" % exc.key if exc.key else "config"
+        raise AnsibleActionFail("agent_config: %s: %s" % (where, exc.reason)) from None
+
+
+def render(schema, yaml, cfg, given_keys, reveal_secrets):
+    """The file's text: the given keys, normalized, in the schema's order, under the header."""
+    full = schema.to_document(cfg, reveal_secrets=True, include_defaults=True)
+    doc = {}
+    for key in schema.ALL_KEYS:
+        if key not in given_keys:
+            continue
+        value = full[key]
+        if key in schema.SECRET_KEYS and not reveal_secrets and value != "":
+            value = MASK
+        doc[key] = value
+    body = yaml.safe_dump(
+        doc, sort_keys=False, default_flow_style=False, allow_unicode=True, width=4096
+    )
+    return HEADER + body
+
+
+def secret_values(schema, yaml, cfg, text):
+    """Secret strings to hide: the new ones from cfg and any found in the current file."""
+    found = []
+    for key in schema.SECRET_KEYS:
+        value = getattr(cfg, key, None)
+        if value is not None:
+            found.append(value.get_secret_value())
+    old = {}
+    if text:
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError:
+            loaded = None
+        if isinstance(loaded, dict):
+            old = loaded
+    for key in schema.SECRET_KEYS:
+        if isinstance(old.get(key), str):
+            found.append(old[key])
+    # Longest first, so a secret that contains another is replaced whole.
+    return sorted(set(s for s in found if s), key=len, reverse=True), old
+
+
+def mask_text(text, secrets, secret_keys, placeholder=MASK):
+    """Hide every secret value, every `<secret key>:` line and anything shaped like a token."""
+    for secret in secrets:
+        text = text.replace(secret, placeholder)
+    for key in secret_keys:
+        text = re.sub(
+            r"(?m)^([ \t]*%s[ \t]*:[ \t]*)\S.*$" % re.escape(key),
+            lambda m: m.group(1) + "'" + placeholder + "'",
+            text,
+        )
+    return _POOL_TOKEN.sub("pul-" + MASK, text)
+
+
+def masked_diff(schema, yaml, cfg, given_keys, before_text, dest):
+    """A diff of the file, before and after, with secrets masked (and a changed one marked)."""
+    secrets, old = secret_values(schema, yaml, cfg, before_text)
+    after_doc = schema.to_document(cfg, reveal_secrets=True, include_defaults=True)
+    token_changed = any(
+        key in given_keys and str(old.get(key, "")) != after_doc.get(key, "")
+        for key in schema.SECRET_KEYS
+        if before_text is not None
+    )
+    before = "" if before_text is None else mask_text(before_text, secrets, schema.SECRET_KEYS)
+    after = render(schema, yaml, cfg, given_keys, reveal_secrets=False)
+    if token_changed:
+        for key in schema.SECRET_KEYS:
+            after = re.sub(
+                r"(?m)^(%s: )'\*\*\*'$" % re.escape(key), r"\1'%s'" % CHANGED_MASK, after
+            )
+    return {
+        "before": before,
+        "after": after,
+        "before_header": dest if before_text is not None else "%s (absent)" % dest,
+        "after_header": dest,
+    }
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = True
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        dest = args["dest"]
+        config = plain(args["config"])
+
+        schema, yaml = load_schema()
+        cfg = validate(schema, config)
+        given = set(k for k, v in config.items() if v is not None and k in schema.ALL_KEYS)
+        text = render(schema, yaml, cfg, given, reveal_secrets=True)
+        effective = schema.to_document(cfg, reveal_secrets=False, include_defaults=True)
+
+        try:
+            before = self._read_remote(dest, task_vars)
+            if before is None and self._task.check_mode:
+                # Nothing to compare with, and owner/group/directory may not exist yet on a
+                # fresh host: predict the new file without asking copy.
+                changed, backup_file = True, None
+            else:
+                changed, backup_file = self._write(args, text, task_vars)
+        finally:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+
+        result.update(changed=changed, dest=dest, config=effective)
+        if backup_file:
+            result["backup_file"] = backup_file
+        if changed and self._task.diff:
+            before_text = None if before is None else before.decode("utf-8", "replace")
+            if before_text != text:
+                result["diff"] = masked_diff(schema, yaml, cfg, given, before_text, dest)
+        return result
+
+    def _read_remote(self, dest, task_vars):
+        """The current file's bytes, or None when it does not exist (check-mode safe)."""
+        res = self._execute_module(
+            module_name="ansible.legacy.slurp", module_args={"src": dest}, task_vars=task_vars
+        )
+        if res.get("failed"):
+            msg = str(res.get("msg", ""))
+            if msg.startswith("File not found"):
+                return None
+            raise AnsibleActionFail("agent_config: cannot read %s: %s" % (dest, msg))
+        return base64.b64decode(res["content"])
+
+    def _write(self, args, text, task_vars):
+        """Hand the rendered text to the copy action (atomic write, owner, mode, check mode)."""
+        new_task = self._task.copy()
+        new_task.args = {
+            "dest": args["dest"],
+            "content": text,
+            "mode": args["mode"],
+            "backup": args["backup"],
+            "follow": True,
+        }
+        for key in ("owner", "group"):
+            if args[key] is not None:
+                new_task.args[key] = args[key]
+        # The content holds the token: keep it out of copy's diff, invocation and logs.
+        new_task.no_log = True
+        new_task.diff = False
+        copy_action = self._shared_loader_obj.action_loader.get(
+            "ansible.legacy.copy",
+            task=new_task,
+            connection=self._connection,
+            play_context=self._play_context,
+            loader=self._loader,
+            templar=self._templar,
+            shared_loader_obj=self._shared_loader_obj,
+        )
+        res = copy_action.run(task_vars=task_vars)
+        if res.get("failed"):
+            raise AnsibleActionFail(
+                "agent_config: cannot write %s: %s" % (args["dest"], res.get("msg", "copy failed"))
+            )
+        return bool(res.get("changed")), res.get("backup_file")
