@@ -307,9 +307,7 @@ class Client:
                     probe = False
                     raise error
                 delay = backoff(attempt, wait, max_wait, retry_after)
-                log.info(
-                    "%s %s: %s; retry %d/%d in %.1fs", method, route, error, attempt, retries, delay
-                )
+                log.info("%s; retry %d/%d in %.1fs", error, attempt, retries, delay)
                 if self.clock.wait(cancel or self._never, delay):
                     raise AbortedError(f"{method} {route}: aborted", route=route)
         except BaseException:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
-from workflow_agent.client import Client, ServiceError
+from workflow_agent.client import AbortedError, Client, ServiceError
 from workflow_agent.clock import Clock
 from workflow_agent.config import AgentConfig
 from workflow_agent.health import Health
@@ -93,6 +93,8 @@ class Watch:
                 bypass_breaker=True,
                 cancel=self.stopped,
             )
+        except AbortedError:
+            return  # the job ended while the heartbeat waited to retry
         except ServiceError as exc:
             self.log.warning("heartbeat failed: %s", exc)
             return
@@ -109,6 +111,8 @@ class Watch:
                 bypass_breaker=True,
                 cancel=self.stopped,
             )
+        except AbortedError:
+            return
         except ServiceError as exc:
             self.log.warning("status check failed: %s", exc)
             return
@@ -272,8 +276,9 @@ class JobRunner:
                 if cancel.is_set():
                     return "canceled", cancel.reason
                 if outcome.reason == "timeout":
-                    what = "job timed out" if by_job else f"step {step.index} timed out"
-                    return "failed", f"{what} ({step.name})"
+                    if by_job:
+                        return "failed", f"job timed out in step {step.index} ({step.name})"
+                    return "failed", f"step {step.index} ({step.name}) timed out"
                 return "failed", f"step {step.index} ({step.name}) failed: {_describe(outcome)}"
             return "succeeded", ""
         finally:

@@ -13,11 +13,13 @@ import signal
 import socket
 import ssl
 import threading
+from datetime import timedelta
 
 from workflow_agent import __version__
 from workflow_agent.client import Client
 from workflow_agent.clock import Clock
 from workflow_agent.config import LoadedConfig
+from workflow_agent.durations import format as format_duration
 from workflow_agent.health import Health
 from workflow_agent.jobs import JobRunner
 from workflow_agent.logsetup import setup as setup_logging
@@ -81,9 +83,9 @@ class Supervisor:
         elif signals.stops == 1 and self.deadline is None:
             self.deadline = self.clock.monotonic() + self.drain_timeout
             log.info(
-                "signal received: draining (%d running, up to %.0fs)",
+                "signal received: draining (%d running, up to %s)",
                 agent.busy(),
-                self.drain_timeout,
+                format_duration(timedelta(seconds=self.drain_timeout)),
             )
             agent.drain()
         overdue = self.deadline is not None and self.clock.monotonic() >= self.deadline
