@@ -25,6 +25,7 @@ except ImportError:  # not pip-installed: use the source tree
     from workflow_emulator.testing import Emulator
 
 WAIT = 120.0  # seconds: generous deadlines for a loaded 2-core machine
+PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 LISTENING = re.compile(r"http server listening on [^\s:]+:(\d+)")
 
 
@@ -75,8 +76,13 @@ class AgentProcess:
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
-    def start(self, env: dict[str, str] | None = None) -> AgentProcess:
-        base = {k: v for k, v in os.environ.items() if not k.startswith("PULUMI_AGENT_")}
+    def spawn(self, env: dict[str, str] | None = None) -> subprocess.Popen:
+        # The test decides about proxies: one inherited from the machine would catch 127.0.0.1.
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("PULUMI_AGENT_") and k.lower() not in PROXY_VARS
+        }
         base.update({"WORKFLOW_AGENT_INSTANCE": self.name, "WORKFLOW_AGENT_HTTP_HOST": "127.0.0.1"})
         with open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
@@ -87,8 +93,17 @@ class AgentProcess:
                 stdout=subprocess.DEVNULL,
                 stderr=err,
             )
+        return self.proc
+
+    def start(self, env: dict[str, str] | None = None) -> AgentProcess:
+        """Start, and wait until the HTTP server listens."""
+        self.spawn(env)
         self.port = int(wait_for(self._port, what=f"{self.name} http server").group(1))
         return self
+
+    def run_to_exit(self, env: dict[str, str] | None = None) -> int:
+        """Start an agent that is expected to stop by itself; its exit code."""
+        return self.spawn(env).wait(timeout=WAIT)
 
     def _port(self):
         if self.proc is not None and self.proc.poll() is not None:

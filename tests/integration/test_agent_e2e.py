@@ -224,3 +224,16 @@ def test_several_slots_run_jobs_side_by_side(emu, make_agent, tmp_path):
     assert 'workflow_agent_busy_slots{type="deployment"} 3.0' in metrics
     gate.touch()
     assert [j["status"] for j in emu.wait_jobs(ids, timeout=WAIT)] == ["succeeded"] * 3
+
+
+def test_lease_poller_runs_insights_and_policy_jobs(emu, make_agent):
+    agent = make_agent(enabled_workflow_types=["insights_scan", "policy_evaluation"]).start()
+    deployment = emu.create_job(steps=[{"name": "d", "run": "true"}])
+    scan = emu.create_job(steps=[{"name": "scan", "run": "echo scanning"}], type="insights_scan")
+    policy = emu.create_job(steps=[{"name": "p", "run": "echo policy"}], type="policy_evaluation")
+    done = {j["id"]: j for j in emu.wait_jobs([scan, policy], timeout=WAIT)}
+    assert done[scan]["status"] == "succeeded" and done[scan]["steps"][0]["logs"] == ["scanning"]
+    assert done[policy]["status"] == "succeeded"
+    assert emu.job(deployment)["status"] == "not-started"  # deployments are not enabled here
+    _, metrics = agent.get("/metrics")
+    assert 'workflow_agent_jobs_total{result="succeeded",type="insights_scan"} 1.0' in metrics

@@ -1,0 +1,188 @@
+"""The agent behind a proxy (HTTP_PROXY / NO_PROXY) and a TLS front with a private CA
+(ca_bundle, SSL_CERT_FILE), against the real emulator. The proxy and the TLS front are small
+real servers in this test; they forward every request to the emulator unchanged."""
+
+from __future__ import annotations
+
+import datetime
+import http.client
+import ipaddress
+import ssl
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from conftest import WAIT, wait_for
+
+x509 = pytest.importorskip("cryptography.x509", reason="cryptography builds the test CA")
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+from cryptography.x509.oid import NameOID  # noqa: E402
+
+
+class Forwarder(ThreadingHTTPServer):
+    """Forwards each request to `upstream` (host, port); records the request lines."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.seen: list[str] = []
+        super().__init__(("127.0.0.1", 0), _Forward)
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+        self.server_close()
+
+
+class _Forward(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _forward(self) -> None:
+        self.server.seen.append(f"{self.command} {self.path}")
+        path = urllib.parse.urlsplit(self.path)
+        target = path.path + (f"?{path.query}" if path.query else "")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
+        headers = {
+            k: v for k, v in self.headers.items() if k.lower() not in ("host", "proxy-connection")
+        }
+        conn = http.client.HTTPConnection(*self.server.upstream, timeout=60)
+        conn.request(self.command, target, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        self.send_response(resp.status)
+        for key, value in resp.getheaders():
+            if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        conn.close()
+
+    do_GET = do_POST = do_PATCH = _forward  # noqa: N815 - the http.server API
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def run_one_job(emu, agent):
+    job = emu.create_job(steps=[{"name": "s", "run": "echo through"}])
+    [done] = emu.wait_jobs([job], timeout=WAIT)
+    assert done["status"] == "succeeded" and done["steps"][0]["logs"] == ["through"]
+    return done
+
+
+def test_http_proxy_is_used_and_no_proxy_bypasses_it(emu, make_agent):
+    with Forwarder(("127.0.0.1", emu.port)) as proxy:
+        env = {"HTTP_PROXY": f"http://127.0.0.1:{proxy.port}"}
+        agent = make_agent("proxied").start(env=env)
+        run_one_job(emu, agent)
+        assert any(s.startswith(f"GET {emu.url}/api/deployments/poll") for s in proxy.seen)
+        assert any("/heartbeat" in s for s in proxy.seen)
+        agent.stop()
+
+        before = len(proxy.seen)
+        direct = make_agent("direct").start(env={**env, "NO_PROXY": "127.0.0.1"})
+        run_one_job(emu, direct)
+        assert len(proxy.seen) == before
+
+
+def make_ca(directory):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "wfa test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    (directory / "ca.pem").write_bytes(ca.public_bytes(pem))
+    (directory / "server.pem").write_bytes(cert.public_bytes(pem))
+    (directory / "server.key").write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return directory / "ca.pem"
+
+
+@pytest.fixture
+def tls_front(emu, tmp_path):
+    ca = make_ca(tmp_path)
+    front = Forwarder(("127.0.0.1", emu.port))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp_path / "server.pem", tmp_path / "server.key")
+    front.socket = ctx.wrap_socket(front.socket, server_side=True)
+    with front:
+        yield f"https://127.0.0.1:{front.port}", ca
+
+
+def test_ca_bundle_trusts_a_private_ca(emu, make_agent, tls_front):
+    url, ca = tls_front
+    agent = make_agent("tls", service_url=url, ca_bundle=str(ca)).start()
+    run_one_job(emu, agent)
+
+
+def test_ssl_cert_file_trusts_a_private_ca(emu, make_agent, tls_front):
+    url, ca = tls_front
+    agent = make_agent("tls-env", service_url=url).start(env={"SSL_CERT_FILE": str(ca)})
+    run_one_job(emu, agent)
+
+
+def test_an_untrusted_certificate_is_refused(emu, make_agent, tls_front):
+    url, _ = tls_front
+    agent = make_agent("untrusted", service_url=url).start()
+    job = emu.create_job(steps=[{"name": "s", "run": "true"}])
+    wait_for(lambda: "CERTIFICATE_VERIFY_FAILED" in agent.stderr, what="a TLS verify error")
+    assert emu.job(job)["status"] == "not-started"
+
+
+def test_an_unreadable_ca_bundle_is_a_config_error(make_agent, tmp_path):
+    agent = make_agent("bad-ca", ca_bundle=str(tmp_path / "missing.pem"))
+    assert agent.run_to_exit() == 2
+    assert f"ca_bundle: cannot load {tmp_path / 'missing.pem'}" in agent.stderr
