@@ -18,18 +18,19 @@ class LineSplitter:
     def feed(self, data: bytes) -> None:
         self._buf += data
         while True:
-            nl = self._buf.find(b"\n")
-            if nl < 0:
+            nl = self._buf.find(b"\n", 0, MAX_LINE_BYTES + 1)
+            if nl >= 0:
+                self._emit(bytes(self._buf[:nl]))
+                del self._buf[: nl + 1]
+            elif len(self._buf) > MAX_LINE_BYTES:
+                cut = MAX_LINE_BYTES
+                # Do not split a UTF-8 character: back off over continuation bytes.
+                while cut > MAX_LINE_BYTES - 4 and (self._buf[cut] & 0xC0) == 0x80:
+                    cut -= 1
+                self._emit(bytes(self._buf[:cut]))
+                del self._buf[:cut]
+            else:
                 break
-            self._emit(bytes(self._buf[:nl]))
-            del self._buf[: nl + 1]
-        while len(self._buf) > MAX_LINE_BYTES:
-            cut = MAX_LINE_BYTES
-            # Do not split a UTF-8 character: back off over continuation bytes.
-            while cut > MAX_LINE_BYTES - 4 and (self._buf[cut] & 0xC0) == 0x80:
-                cut -= 1
-            self._emit(bytes(self._buf[:cut]))
-            del self._buf[:cut]
 
     def flush(self) -> None:
         """Emit a last line that had no newline."""

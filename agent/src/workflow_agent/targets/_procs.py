@@ -107,4 +107,13 @@ def terminate_group(pgid: int, grace: float, reap=None) -> bool:
             return True
         time.sleep(0.05)
     signal_group(pgid, signal.SIGKILL)
+    # KILL is delivered asynchronously; wait (bounded: a process stuck in the kernel may take
+    # longer) so that callers can rely on the group being gone.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if reap is not None:
+            reap()
+        if not group_alive(pgid):
+            break
+        time.sleep(0.02)
     return False

@@ -1,0 +1,448 @@
+"""`deploy_target: docker`: one long-lived container per job, steps run in it with `docker exec`.
+
+Talks to the engine with the Docker SDK, which honours DOCKER_HOST (and DOCKER_TLS_VERIFY,
+DOCKER_CERT_PATH). Per job:
+
+- **Image.** `pull_image: true` pulls the job image every time, with the job's registry
+  credentials when it has them (passed to the engine, never logged); `false` uses the local
+  image and fails the job with a clear TargetError when it is missing.
+- **Container.** `workflow-agent-job-<job>-<random>` from the job image, labelled with the job id,
+  run id and agent instance. Its entrypoint is replaced by a /bin/sh keepalive loop, with the
+  engine's init (tini) as PID 1 to reap orphans. Environment: exactly `JobSpec.env` (job env,
+  allowlisted host variables, DOCKER_HOST). The per-job dir's `work/` (under
+  `shared_volume_directory`, default the OS temp dir) is bind-mounted at /mnt/workflow, the
+  working directory of every step, so files persist between steps. When the agent itself runs in
+  a container, `shared_volume_directory` must exist at the same path on the Docker host, because
+  the engine resolves bind mounts there.
+- **Steps.** Each step is one `docker exec` of the /bin/sh wrapper in `_stepwrap` (output
+  streamed line by line, stdout and stderr merged, exit code from the wrapper). Timeout and
+  cancel signal the step's process group through a second exec: TERM, then KILL after the grace
+  period. Why not stop the container instead: stopping signals only PID 1, so the step would get
+  no TERM of its own, and later steps would need a new container without the earlier steps'
+  processes; why not kill from the host: with a remote DOCKER_HOST the exec'd pid is not ours to
+  signal.
+- **Cleanup.** The container is stopped (TERM, grace, KILL) and removed, then the per-job dir is
+  deleted; files a root step left that the agent's user cannot delete are removed by a throwaway
+  container of the same image running as root. `debug_keep_runner: true` keeps both and logs where.
+- **Orphans.** `cleanup_orphans()` removes containers labelled with this instance that belong to
+  no live job, and this instance's leftover per-job dirs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import docker
+import docker.errors
+from docker.types import Mount
+from docker.utils import parse_repository_tag
+
+from workflow_agent.targets import _jobdir, _stepwrap
+from workflow_agent.targets.base import (
+    LABEL_INSTANCE,
+    LABEL_JOB,
+    LABEL_RUN,
+    JobSpec,
+    Step,
+    StepOutcome,
+    Target,
+    TargetError,
+)
+
+if TYPE_CHECKING:
+    from workflow_agent.config import AgentConfig
+
+log = logging.getLogger(__name__)
+
+WORKDIR = "/mnt/workflow"
+KEEPALIVE = 'trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
+GRACE_SECONDS = 10.0
+DRAIN_SECONDS = 2.0  # the engine itself closes an exec stream 2 s after the process exits
+_TICK = 0.1
+_ALIVE_EVERY = 0.5
+_END = object()
+
+
+@dataclass
+class _Job:
+    jobdir: _jobdir.JobDir
+    container: object = None
+
+
+class DockerTarget(Target):
+    def __init__(
+        self,
+        cfg: AgentConfig,
+        instance: str,
+        *,
+        client: docker.DockerClient | None = None,
+        grace: float = GRACE_SECONDS,
+    ) -> None:
+        self._cfg = cfg
+        self._instance = instance
+        self._grace = grace
+        self._base = _jobdir.base_dir(cfg.shared_volume_directory)
+        self._jobs: dict[str, _Job] = {}
+        self._lock = threading.Lock()
+        if client is None:
+            try:
+                client = docker.from_env(timeout=120)
+            except docker.errors.DockerException as exc:
+                where = os.environ.get("DOCKER_HOST") or "the default socket"
+                raise TargetError(f"cannot reach the Docker engine at {where}: {exc}") from None
+        self._client = client
+
+    # --- prepare ---------------------------------------------------------------------------
+
+    def prepare(self, job: JobSpec) -> None:
+        self._ensure_image(job)
+        jd = _jobdir.create(self._base, self._instance, job)
+        # The container's user may not be root; 0700 on the job root keeps other host users out.
+        jd.work.chmod(0o777)
+        state = _Job(jd)
+        with self._lock:
+            self._jobs[job.job_id] = state
+        labels = {
+            **job.labels,
+            LABEL_JOB: job.job_id,
+            LABEL_RUN: job.run_id,
+            LABEL_INSTANCE: self._instance,
+        }
+        name = f"{_jobdir.PREFIX}{_slug(job.job_id)}-{secrets.token_hex(3)}"
+        try:
+            state.container = self._client.containers.create(
+                job.image,
+                entrypoint=["/bin/sh", "-c"],
+                command=[KEEPALIVE],
+                name=name,
+                labels=labels,
+                environment=dict(job.env),
+                working_dir=WORKDIR,
+                mounts=[Mount(WORKDIR, str(jd.work), type="bind")],
+                init=True,
+                detach=True,
+            )
+            state.container.start()
+            state.container.reload()
+        except docker.errors.DockerException as exc:
+            raise TargetError(
+                f"cannot start the job container from {job.image}: {_why(exc)}"
+            ) from None
+        if state.container.status != "running":
+            tail = _logs_tail(state.container)
+            raise TargetError(
+                f"cannot start the job container from {job.image}: it exited at once "
+                f"(does the image have /bin/sh?): {tail or state.container.status}"
+            )
+        log.info("job %s: container %s, work dir %s", job.job_id, name, jd.work)
+
+    def _ensure_image(self, job: JobSpec) -> None:
+        image = job.image
+        if not self._cfg.pull_image:
+            try:
+                self._client.images.get(image)
+            except docker.errors.ImageNotFound:
+                raise TargetError(
+                    f"image {image} is not present on the Docker host and pull_image is false "
+                    "(pull it first, or set pull_image: true)"
+                ) from None
+            except docker.errors.DockerException as exc:
+                raise TargetError(f"cannot inspect image {image}: {_why(exc)}") from None
+            return
+        repo, tag = parse_repository_tag(image)
+        auth = None
+        password = ""
+        if job.image_credentials:
+            username, password = job.image_credentials
+            auth = {"username": username, "password": password}
+        try:
+            for event in self._client.api.pull(
+                repo, tag=tag or "latest", stream=True, decode=True, auth_config=auth
+            ):
+                if isinstance(event, dict) and event.get("error"):
+                    raise TargetError(
+                        f"cannot pull image {image}: {_redact(str(event['error']), password)}"
+                    )
+        except docker.errors.DockerException as exc:
+            raise TargetError(
+                f"cannot pull image {image}: {_redact(_why(exc), password)}"
+            ) from None
+        log.info("pulled image %s", image)
+
+    # --- steps -----------------------------------------------------------------------------
+
+    def run_step(
+        self,
+        job: JobSpec,
+        step: Step,
+        on_line: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> StepOutcome:
+        with self._lock:
+            state = self._jobs.get(job.job_id)
+        if state is None or state.container is None:
+            return StepOutcome(None, "error", "the job was not prepared (or already cleaned up)")
+        if cancel.is_set():
+            return StepOutcome(None, "canceled", "canceled before the step started")
+        if step.timeout is not None and step.timeout <= 0:
+            return StepOutcome(None, "timeout", "no time left for this step")
+        marker = _stepwrap.new_marker()
+        parser = _stepwrap.StepStream(marker, on_line)
+        cid = state.container.id
+        try:
+            exec_id = self._client.api.exec_create(
+                cid, _stepwrap.wrapper_argv(step.run, marker), workdir=WORKDIR
+            )["Id"]
+            stream = self._client.api.exec_start(exec_id, stream=True)
+        except docker.errors.DockerException as exc:
+            return StepOutcome(None, "error", f"cannot exec in the job container: {_why(exc)}")
+        chunks: queue.Queue = queue.Queue()
+        reader = threading.Thread(target=_read_into, args=(stream, chunks), daemon=True)
+        reader.start()
+        deadline = None if step.timeout is None else time.monotonic() + step.timeout
+        reason = "error"
+        try:
+            reason = self._pump(state, parser, chunks, deadline, cancel)
+        finally:
+            if reason == "error" and parser.pid:  # on_line raised: do not leave the step running
+                self._signal(cid, parser.pid, "KILL")
+            with contextlib.suppress(Exception):
+                stream.close()
+        parser.flush()
+        if reason in ("timeout", "canceled"):
+            what = f"step timed out after {step.timeout:g}s" if reason == "timeout" else "canceled"
+            return StepOutcome(None, reason, f"{what}; its processes were terminated")
+        if parser.rc is not None:
+            return StepOutcome(parser.rc, "exited")
+        # The wrapper died without reporting: its group was killed, or the container stopped.
+        try:
+            info = self._client.api.exec_inspect(exec_id)
+        except docker.errors.DockerException as exc:
+            return StepOutcome(None, "error", f"the job container is gone: {_why(exc)}")
+        code = info.get("ExitCode")
+        if code is None or info.get("Running"):
+            return StepOutcome(None, "error", "lost the step's output stream")
+        return StepOutcome(code, "exited", "the step's process group was killed")
+
+    def _pump(self, state, parser, chunks, deadline, cancel) -> str:
+        """Read output until the step ends; on timeout or cancel, TERM, grace, KILL its group."""
+        cid = state.container.id
+        ended = False
+        done_at = None  # when the wrapper reported its exit code
+        reason = None
+        term_at = None
+        killed = False
+        next_alive_check = 0.0
+        while True:
+            now = time.monotonic()
+            if reason is None:
+                if ended:
+                    return "exited"
+                if parser.rc is not None:
+                    done_at = done_at or now
+                    if now - done_at >= DRAIN_SECONDS:
+                        return "exited"
+                elif cancel.is_set():
+                    reason = "canceled"
+                elif deadline is not None and now >= deadline:
+                    reason = "timeout"
+                if reason is not None:
+                    term_at = now
+                    if parser.pid is None:  # not started yet: nothing to TERM gracefully
+                        self._drain_pid(parser, chunks)
+                    if parser.pid is not None:
+                        self._signal(cid, parser.pid, "TERM")
+            else:
+                if now >= next_alive_check:
+                    next_alive_check = now + _ALIVE_EVERY
+                    if parser.pid is None or not self._alive(cid, parser.pid):
+                        return reason
+                if not killed and now - term_at >= self._grace:
+                    if parser.pid is not None:
+                        self._signal(cid, parser.pid, "KILL")
+                    killed = True
+                if killed and now - term_at >= self._grace + 30:
+                    log.warning("step process group %s survived SIGKILL for 30s", parser.pid)
+                    return reason
+            if ended:
+                if reason is None:
+                    cancel.wait(_TICK)
+                else:
+                    time.sleep(_TICK)
+                continue
+            wait = _TICK
+            if reason is None and deadline is not None:
+                wait = max(0.0, min(wait, deadline - now))
+            try:
+                chunk = chunks.get(timeout=wait)
+            except queue.Empty:
+                continue
+            if chunk is _END:
+                ended = True
+            else:
+                parser.feed(chunk)
+
+    @staticmethod
+    def _drain_pid(parser, chunks) -> None:
+        """The wrapper prints its pid first; wait briefly for it so TERM reaches the step."""
+        deadline = time.monotonic() + 5
+        while parser.pid is None and time.monotonic() < deadline:
+            try:
+                chunk = chunks.get(timeout=_TICK)
+            except queue.Empty:
+                continue
+            if chunk is _END:
+                chunks.put(_END)
+                return
+            parser.feed(chunk)
+
+    def _exec(self, cid: str, argv: list[str]) -> int | None:
+        """Run a short helper command in the container; its exit code (None: could not)."""
+        try:
+            exec_id = self._client.api.exec_create(cid, argv)["Id"]
+            self._client.api.exec_start(exec_id)  # returns once the command's output has ended
+            for _ in range(50):
+                info = self._client.api.exec_inspect(exec_id)
+                if not info.get("Running"):
+                    return info.get("ExitCode")
+                time.sleep(0.02)
+        except docker.errors.DockerException as exc:
+            log.debug("exec %s in %s failed: %s", argv[2:], cid[:12], exc)
+        return None
+
+    def _signal(self, cid: str, pgid: int, sig: str) -> None:
+        self._exec(cid, _stepwrap.kill_argv(pgid, sig))
+
+    def _alive(self, cid: str, pgid: int) -> bool:
+        return self._exec(cid, _stepwrap.alive_argv(pgid)) == 0
+
+    # --- cleanup ---------------------------------------------------------------------------
+
+    def cleanup(self, job: JobSpec) -> None:
+        with self._lock:
+            state = self._jobs.pop(job.job_id, None)
+        if state is None:
+            return
+        try:
+            if self._cfg.debug_keep_runner:
+                name = state.container.name if state.container is not None else "(none)"
+                log.warning(
+                    "job %s: debug_keep_runner: keeping container %s and directory %s",
+                    job.job_id,
+                    name,
+                    state.jobdir.root,
+                )
+                return
+            if state.container is not None:
+                self._remove_container(state.container)
+            self._remove_dir(state.jobdir, job.image)
+        except Exception:  # cleanup never raises: the agent must move on to the next job
+            log.exception("job %s: cleanup failed", job.job_id)
+
+    def _remove_container(self, container) -> None:
+        try:
+            container.stop(timeout=max(1, int(round(self._grace))))
+        except docker.errors.NotFound:
+            return
+        except docker.errors.DockerException as exc:
+            log.warning("could not stop container %s: %s", container.name, _why(exc))
+        try:
+            container.remove(v=True, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.DockerException as exc:
+            log.warning("could not remove container %s: %s", container.name, _why(exc))
+
+    def _remove_dir(self, jd: _jobdir.JobDir, image: str | None) -> bool:
+        if _jobdir.remove(jd):
+            return True
+        if image:
+            self._remove_as_root(jd, image)
+        return _jobdir.remove(jd)
+
+    def _remove_as_root(self, jd: _jobdir.JobDir, image: str) -> None:
+        """Delete what a root step wrote into the work dir, from a throwaway root container."""
+        try:
+            self._client.containers.run(
+                image,
+                entrypoint=["/bin/sh", "-c"],
+                command=["rm -rf /w/* /w/.[!.]* /w/..?*"],
+                user="0",
+                mounts=[Mount("/w", str(jd.work), type="bind")],
+                labels={LABEL_INSTANCE: self._instance},
+                remove=True,
+            )
+        except docker.errors.DockerException as exc:
+            log.warning("could not clean %s with a root container: %s", jd.work, _why(exc))
+
+    def cleanup_orphans(self) -> int:
+        with self._lock:
+            live = set(self._jobs)
+            live_dirs = {s.jobdir.root for s in self._jobs.values()}
+        orphans: set[str] = set()
+        images: dict[str, str] = {}
+        try:
+            found = self._client.containers.list(
+                all=True, filters={"label": f"{LABEL_INSTANCE}={self._instance}"}
+            )
+        except docker.errors.DockerException as exc:
+            log.warning("cannot list containers for orphan cleanup: %s", _why(exc))
+            found = []
+        for container in found:
+            job_id = container.labels.get(LABEL_JOB, "")
+            if job_id in live:
+                continue
+            log.info("removing orphaned container %s (job %s)", container.name, job_id)
+            with contextlib.suppress(docker.errors.NotFound):
+                images[job_id] = container.attrs.get("Config", {}).get("Image", "")
+            self._remove_container(container)
+            orphans.add(job_id)
+        for jd in _jobdir.find(self._base, self._instance):
+            if jd.root in live_dirs:
+                continue
+            job_id = jd.owner().get("job_id", str(jd.root))
+            if self._remove_dir(jd, images.get(job_id)):
+                log.info("removed orphaned job directory %s", jd.root)
+                orphans.add(job_id)
+        return len(orphans)
+
+
+def _read_into(stream, chunks: queue.Queue) -> None:
+    try:
+        for chunk in stream:
+            chunks.put(chunk)
+    except Exception as exc:  # a closed or broken socket ends the stream like EOF
+        log.debug("exec stream ended: %s", exc)
+    finally:
+        chunks.put(_END)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]+", "-", text).strip("-.")[:40] or "job"
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, docker.errors.APIError) and exc.explanation:
+        return " ".join(str(exc.explanation).split())
+    return " ".join(str(exc).split())
+
+
+def _redact(text: str, secret: str) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+def _logs_tail(container) -> str:
+    try:
+        return container.logs(tail=5).decode(errors="replace").strip()
+    except docker.errors.DockerException:
+        return ""
