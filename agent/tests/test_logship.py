@@ -135,3 +135,26 @@ def test_background_flush_thread_ships_while_running():
         assert [lines_of(b) for b in script.bodies()] == [["a", "b"]]  # shipped before close()
     finally:
         s.close()
+
+
+def test_an_outage_cannot_exhaust_memory_and_the_loss_is_said():
+    script = Script(ok(status=503))
+    s = shipper(script, batch_lines=10)
+    s.max_pending = 5
+    for i in range(8):
+        s.add(f"l{i}")
+    assert s.pending == 5 and s.dropped == 3
+    script.answers = [ok({})]
+    assert s.flush()
+    s.add("after")
+    s.flush()
+    shipped = [line for b in script.bodies() if b for line in lines_of(b)]
+    assert shipped[-7:] == [
+        "l0",
+        "l1",
+        "l2",
+        "l3",
+        "l4",
+        "[workflow-agent] 3 lines lost: the service was unreachable",
+        "after",
+    ]

@@ -29,7 +29,7 @@ class Recorder:
 def agent_for(script, *, rng=lambda: 0.0, result="succeeded", **cfg):
     clock = FakeClock()
     metrics = Metrics()
-    client = make_client(script, clock, metrics, request_retry_count=0, **cfg)
+    client = make_client(script, clock, metrics, **{"request_retry_count": 0, **cfg})
     health = Health(client.cfg.effective_health_threshold.total_seconds(), clock, metrics)
     runner = Recorder(result)
     agent = Agent(client.cfg, client, runner, health=health, clock=clock, metrics=metrics, rng=rng)
@@ -212,3 +212,10 @@ def test_a_claim_that_arrives_after_cancel_all_is_canceled_at_once():
     agent.cancel_all("the agent is stopping")
     agent.slots[0].once()
     assert runner.claims[0][1].reason == "the agent is stopping"
+
+
+def test_a_poll_aborted_by_the_drain_is_not_an_error():
+    agent, _, _, metrics = agent_for(Script(ok(status=503)), request_retry_count=3)
+    agent.drain()
+    assert agent.slots[0].once() == 0.0
+    assert polls(metrics, "error") == 0

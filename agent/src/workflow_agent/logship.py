@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 BATCH_LINES = 100
 FLUSH_INTERVAL = 1.0  # seconds between flushes while a step runs
 MAX_LINE = 16 * 1024  # characters; longer lines are cut (a runaway line must not stall a job)
+# Lines held while the service is unreachable; past this, new lines are counted, not kept, so a
+# chatty step cannot exhaust the agent's memory during an outage.
+MAX_PENDING = 50_000
 
 
 def rfc3339(ts: float) -> str:
@@ -49,7 +52,9 @@ class LogShipper:
         self.batch_lines = batch_lines
         self.interval = interval
         self.offset = 0  # lines the service has stored for this step
-        self.dropped = 0  # lines the service refused for good
+        self.dropped = 0  # lines the service refused for good, or that did not fit
+        self.max_pending = MAX_PENDING
+        self._overflow = 0  # lines not kept since the queue was last full
         self._pending: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._ship_lock = threading.Lock()
@@ -65,6 +70,14 @@ class LogShipper:
             text = text[:MAX_LINE] + " [line truncated]"
         entry = {"t": rfc3339(self.clock.time()), "l": self.redact(text)}
         with self._lock:
+            if len(self._pending) >= self.max_pending:
+                self._overflow += 1
+                self.dropped += 1
+                return
+            if self._overflow:
+                note = f"[workflow-agent] {self._overflow} lines lost: the service was unreachable"
+                self._pending.append({"t": entry["t"], "l": note})
+                self._overflow = 0
             self._pending.append(entry)
             full = len(self._pending) >= self.batch_lines
         if full:

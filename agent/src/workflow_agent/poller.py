@@ -13,7 +13,13 @@ import random
 import threading
 from collections.abc import Callable
 
-from workflow_agent.client import CircuitOpenError, Client, ServiceError, parse_retry_after
+from workflow_agent.client import (
+    AbortedError,
+    CircuitOpenError,
+    Client,
+    ServiceError,
+    parse_retry_after,
+)
 from workflow_agent.clock import Clock
 from workflow_agent.config import AgentConfig
 from workflow_agent.health import Health
@@ -96,6 +102,8 @@ class Slot:
             claim, retry_after = self.poll()
         except CircuitOpenError as exc:
             return exc.retry_in
+        except AbortedError:
+            return 0.0  # draining: the loop ends
         except (ServiceError, BadPayload) as exc:
             agent.count_poll("error")
             status = getattr(exc, "status", None)
@@ -198,14 +206,6 @@ class Agent:
 
     def busy(self) -> int:
         return sum(1 for s in self.slots if s.cancel is not None)
-
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait for every slot thread to end; True when all did."""
-        for thread in self.threads:
-            thread.join(timeout)
-            if thread.is_alive():
-                return False
-        return True
 
     def exit_code(self) -> int:
         if self.cfg.single_run and self.results:
