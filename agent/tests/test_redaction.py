@@ -4,8 +4,19 @@ import io
 import json
 import logging
 
+import pytest
 from workflow_agent.logsetup import JsonFormatter, TextFormatter
 from workflow_agent.redaction import MASK, Redactor
+
+
+@pytest.fixture(autouse=True)
+def restore_logging():
+    """logsetup.setup configures the root logger; give the next test the one it had."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def test_every_occurrence_is_masked():
@@ -73,11 +84,42 @@ def test_logsetup_routes_to_stderr(monkeypatch):
     warnings = logsetup.setup(
         level="warning", fmt="json", use_syslog=False, redactor=Redactor(["pul-X1234"])
     )
-    try:
-        logging.getLogger("workflow_agent.t").info("hidden")
-        logging.getLogger("workflow_agent.t").warning("tok pul-X1234")
-    finally:
-        logging.getLogger().handlers.clear()
+    logging.getLogger("workflow_agent.t").info("hidden")
+    logging.getLogger("workflow_agent.t").warning("tok pul-X1234")
     assert warnings == []
     lines = [json.loads(line) for line in buf.getvalue().splitlines()]
     assert [d["msg"] for d in lines] == [f"tok {MASK}"]
+
+
+def test_syslog_gets_masked_lines(monkeypatch, tmp_path):
+    """A real unix datagram socket stands in for the syslog daemon."""
+    import socket
+
+    from workflow_agent import logsetup
+
+    path = tmp_path / "log.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(str(path))
+    server.settimeout(30)
+    monkeypatch.setattr(logsetup, "SYSLOG_SOCKETS", (str(path),))
+    try:
+        warnings = logsetup.setup(
+            level="info", fmt="text", use_syslog=True, redactor=Redactor(["pul-SYS123"])
+        )
+        logging.getLogger("workflow_agent.t").info("hello pul-SYS123")
+        data = server.recv(4096).decode()
+    finally:
+        server.close()
+    assert warnings == []
+    assert data.startswith("<14>workflow-agent[")  # facility user, priority info
+    assert data.rstrip("\x00").endswith(f": info MainThread: hello {MASK}")
+
+
+def test_syslog_without_a_socket_falls_back_to_stderr(monkeypatch, tmp_path):
+    from workflow_agent import logsetup
+
+    monkeypatch.setattr(logsetup, "SYSLOG_SOCKETS", (str(tmp_path / "none"),))
+    warnings = logsetup.setup(level="info", fmt="text", use_syslog=True, redactor=Redactor())
+    handler = logging.getLogger().handlers[0]
+    assert warnings == ["syslog: true but no syslog socket found; logging to stderr"]
+    assert isinstance(handler, logging.StreamHandler)
