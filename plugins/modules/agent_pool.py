@@ -212,7 +212,7 @@ class PoolError(Exception):
 class PoolClient(object):
     """The pool administration calls, each checked and turned into plain data."""
 
-    def __init__(self, service_url, access_token, organization, http, send=request):
+    def __init__(self, service_url, access_token, organization, http, send=None):
         self.base = "%s/api/orgs/%s/agent-pools" % (
             service_url.rstrip("/"),
             quote(organization, safe=""),
@@ -220,7 +220,7 @@ class PoolClient(object):
         self.organization = organization
         self.headers = {"Authorization": "token " + access_token, "Accept": ACCEPT}
         self.http = http
-        self.send = send
+        self.send = send or request
 
     def _call(self, method, path="", data=None, expect=(200,)):
         url = self.base + path
