@@ -47,7 +47,7 @@ import docker.errors
 from docker.types import Mount
 from docker.utils import parse_repository_tag
 
-from workflow_agent.targets import _jobdir, _stepwrap
+from workflow_agent.targets import _execpump, _jobdir, _stepwrap
 from workflow_agent.targets.base import (
     LABEL_INSTANCE,
     LABEL_JOB,
@@ -67,10 +67,6 @@ log = logging.getLogger(__name__)
 WORKDIR = "/mnt/workflow"
 KEEPALIVE = 'trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
 GRACE_SECONDS = 10.0
-DRAIN_SECONDS = 2.0  # the engine itself closes an exec stream 2 s after the process exits
-_TICK = 0.1
-_ALIVE_EVERY = 0.5
-_END = object()
 
 
 @dataclass
@@ -209,10 +205,25 @@ class DockerTarget(Target):
         chunks: queue.Queue = queue.Queue()
         reader = threading.Thread(target=_read_into, args=(stream, chunks), daemon=True)
         reader.start()
+
+        def read(timeout: float):
+            try:
+                return chunks.get(timeout=timeout)
+            except queue.Empty:
+                return None
+
         deadline = None if step.timeout is None else time.monotonic() + step.timeout
         reason = "error"
         try:
-            reason = self._pump(state, parser, chunks, deadline, cancel)
+            reason = _execpump.pump(
+                read,
+                parser,
+                deadline=deadline,
+                cancel=cancel,
+                grace=self._grace,
+                signal=lambda pgid, sig: self._signal(cid, pgid, sig),
+                alive=lambda pgid: self._alive(cid, pgid),
+            )
         finally:
             if reason == "error" and parser.pid:  # on_line raised: do not leave the step running
                 self._signal(cid, parser.pid, "KILL")
@@ -233,78 +244,6 @@ class DockerTarget(Target):
         if code is None or info.get("Running"):
             return StepOutcome(None, "error", "lost the step's output stream")
         return StepOutcome(code, "exited", "the step's process group was killed")
-
-    def _pump(self, state, parser, chunks, deadline, cancel) -> str:
-        """Read output until the step ends; on timeout or cancel, TERM, grace, KILL its group."""
-        cid = state.container.id
-        ended = False
-        done_at = None  # when the wrapper reported its exit code
-        reason = None
-        term_at = None
-        killed = False
-        next_alive_check = 0.0
-        while True:
-            now = time.monotonic()
-            if reason is None:
-                if ended:
-                    return "exited"
-                if parser.rc is not None:
-                    done_at = done_at or now
-                    if now - done_at >= DRAIN_SECONDS:
-                        return "exited"
-                elif cancel.is_set():
-                    reason = "canceled"
-                elif deadline is not None and now >= deadline:
-                    reason = "timeout"
-                if reason is not None:
-                    term_at = now
-                    if parser.pid is None:  # not started yet: nothing to TERM gracefully
-                        self._drain_pid(parser, chunks)
-                    if parser.pid is not None:
-                        self._signal(cid, parser.pid, "TERM")
-            else:
-                if now >= next_alive_check:
-                    next_alive_check = now + _ALIVE_EVERY
-                    if parser.pid is None or not self._alive(cid, parser.pid):
-                        return reason
-                if not killed and now - term_at >= self._grace:
-                    if parser.pid is not None:
-                        self._signal(cid, parser.pid, "KILL")
-                    killed = True
-                if killed and now - term_at >= self._grace + 30:
-                    log.warning("step process group %s survived SIGKILL for 30s", parser.pid)
-                    return reason
-            if ended:
-                if reason is None:
-                    cancel.wait(_TICK)
-                else:
-                    time.sleep(_TICK)
-                continue
-            wait = _TICK
-            if reason is None and deadline is not None:
-                wait = max(0.0, min(wait, deadline - now))
-            try:
-                chunk = chunks.get(timeout=wait)
-            except queue.Empty:
-                continue
-            if chunk is _END:
-                ended = True
-            else:
-                parser.feed(chunk)
-
-    @staticmethod
-    def _drain_pid(parser, chunks) -> None:
-        """The wrapper prints its pid first; wait briefly for it so TERM reaches the step."""
-        deadline = time.monotonic() + 5
-        while parser.pid is None and time.monotonic() < deadline:
-            try:
-                chunk = chunks.get(timeout=_TICK)
-            except queue.Empty:
-                continue
-            if chunk is _END:
-                chunks.put(_END)
-                return
-            parser.feed(chunk)
 
     def _exec(self, cid: str, argv: list[str]) -> int | None:
         """Run a short helper command in the container; its exit code (None: could not)."""
@@ -424,7 +363,7 @@ def _read_into(stream, chunks: queue.Queue) -> None:
     except Exception as exc:  # a closed or broken socket ends the stream like EOF
         log.debug("exec stream ended: %s", exc)
     finally:
-        chunks.put(_END)
+        chunks.put(_execpump.END)
 
 
 def _slug(text: str) -> str:
