@@ -618,6 +618,7 @@ def create_app(settings: Settings) -> Edge:
         },
         lifespan=lifespan,
     )
+    inner.router.redirect_slashes = False  # a stray slash is a client bug: 404, not a redirect
     return Edge(
         inner,
         store=store,
