@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import subprocess
 
-from conftest import WAIT, wait_for
+from agent_harness import WAIT, wait_for
 
 SECRET = "s3cr3t-value-42"
 

@@ -13,7 +13,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import WAIT, wait_for
+from agent_harness import WAIT, wait_for
 
 x509 = pytest.importorskip("cryptography.x509", reason="cryptography builds the test CA")
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
