@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import secrets
+import signal
 import socket
 import sys
 
@@ -41,9 +42,14 @@ def _seed(text: str) -> str:
     return text
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse would add the whole usage)
+        self.exit(2, f"workflow_emulator: {message} (see --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m workflow_emulator", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="python -m workflow_emulator", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     s = sub.add_parser("serve", help="run the emulator")
     s.add_argument("--host", default=_env("host", "127.0.0.1"))
     s.add_argument("--port", type=_port, default=_env("port", "0"), help="0 picks a free port")
@@ -157,6 +163,10 @@ async def serve(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=5,
         )
         server = uvicorn.Server(config)
+        # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to whatever
+        # handler was there before; a no-op one makes a clean stop exit 0 instead of 143.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: None)
         task = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not task.done():
             await asyncio.sleep(0.02)
