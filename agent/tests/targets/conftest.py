@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from target_harness import DockerHarness, ProcessHarness, docker_available
+from target_harness import (
+    DockerHarness,
+    KubernetesHarness,
+    ProcessHarness,
+    docker_available,
+    kubernetes_available,
+)
 
 
 @pytest.fixture
@@ -27,6 +33,20 @@ def docker_harness(tmp_path, docker_reason):
     h.teardown()
 
 
-@pytest.fixture(params=["process", "docker"])
+@pytest.fixture(scope="session")
+def kubernetes_reason():
+    return kubernetes_available()
+
+
+@pytest.fixture
+def kubernetes_harness(tmp_path, kubernetes_reason):
+    if kubernetes_reason:
+        pytest.skip(kubernetes_reason)
+    h = KubernetesHarness(tmp_path)
+    yield h
+    h.teardown()
+
+
+@pytest.fixture(params=["process", "docker", "kubernetes"])
 def harness(request):
     return request.getfixturevalue(f"{request.param}_harness")

@@ -120,6 +120,9 @@ class Harness:
     def running(self, text: str, job: JobSpec) -> list[str]:
         return host_processes_with(text)
 
+    def extra_env_ok(self, name: str) -> bool:
+        return name in self.allowed_extra_env
+
     def teardown(self) -> None:
         pass
 
@@ -197,3 +200,114 @@ class DockerHarness(Harness):
             c.remove(force=True)
         if self.base.exists():
             shutil.rmtree(self.base, ignore_errors=True)
+
+
+K8S_STABLE_KUBECONFIG = "/var/tmp/workflow-agent-k8s/kubeconfig"  # what `make k8s-up` writes
+
+
+def kubeconfig_path() -> str | None:
+    for path in (os.environ.get("KUBECONFIG"), K8S_STABLE_KUBECONFIG, "~/.kube/config"):
+        if path and Path(path).expanduser().is_file():
+            return str(Path(path).expanduser())
+    return None
+
+
+def kubernetes_available() -> str | None:
+    """None when a cluster with a Ready node answers, else why not."""
+    try:
+        from kubernetes import client, config
+    except ImportError:
+        return "the kubernetes client is not installed (pip install 'workflow-agent[kubernetes]')"
+    path = kubeconfig_path()
+    if path is None:
+        return (
+            "no Kubernetes cluster: KUBECONFIG is unset and neither "
+            f"{K8S_STABLE_KUBECONFIG} (make k8s-up) nor ~/.kube/config exists"
+        )
+    try:
+        api = client.CoreV1Api(config.new_client_from_config(config_file=path))
+        nodes = api.list_node(_request_timeout=20).items
+    except Exception as exc:  # any failure to talk to the cluster means: skip
+        return f"the cluster of {path} does not answer ({exc.__class__.__name__}: {exc})"
+    ready = [
+        n.metadata.name
+        for n in nodes
+        if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+    ]
+    if not ready:
+        return f"the cluster of {path} has no Ready node"
+    return None
+
+
+class KubernetesHarness(Harness):
+    kind = "kubernetes"
+    # HOME from the pod spec, PATH from the image, HOSTNAME and KUBERNETES_* from the kubelet.
+    allowed_extra_env = Harness.allowed_extra_env | {"HOME", "PATH", "HOSTNAME"}
+
+    def __init__(self, tmp_path: Path) -> None:
+        super().__init__(tmp_path)
+        from kubernetes import client, config
+
+        path = kubeconfig_path()
+        self.api_client = config.new_client_from_config(config_file=path)
+        _, active = config.list_kube_config_contexts(config_file=path)
+        self.namespace = (active or {}).get("context", {}).get("namespace") or "default"
+        self.api = client.CoreV1Api(self.api_client)
+
+    def extra_env_ok(self, name: str) -> bool:
+        return super().extra_env_ok(name) or name.startswith("KUBERNETES_")
+
+    def target(self, instance: str | None = None, **kw) -> Target:
+        from workflow_agent.targets.kubernetes import KubernetesTarget
+
+        kw.setdefault("grace", 5.0)
+        kw.setdefault("start_timeout", 180.0)
+        cfg = self.config(pull_image=kw.pop("pull_image", False), **kw.pop("cfg", {}))
+        return KubernetesTarget(
+            cfg,
+            instance or self.instance,
+            namespace=self.namespace,
+            env=kw.pop("env", {}),
+            api_client=self.api_client,
+            **kw,
+        )
+
+    def pods(self, job: JobSpec | None = None, instance: str | None = None) -> list:
+        from workflow_agent.targets._k8spod import label_value
+
+        selector = f"{LABEL_INSTANCE}={label_value(instance or self.instance)}"
+        if job is not None:
+            selector += f",{LABEL_JOB}={label_value(job.job_id)}"
+        return self.api.list_namespaced_pod(self.namespace, label_selector=selector).items
+
+    def leftovers(self, job: JobSpec) -> list[str]:
+        return [f"pod {p.metadata.name}" for p in self.pods(job)]
+
+    def running(self, text: str, job: JobSpec) -> list[str]:
+        from kubernetes.stream import stream
+
+        found = []
+        for pod in self.pods(job):
+            out = stream(
+                self.api.connect_get_namespaced_pod_exec,
+                pod.metadata.name,
+                self.namespace,
+                container="pulumi-workflow",
+                command=[
+                    "/bin/sh",
+                    "-c",
+                    'for p in /proc/[0-9]*; do tr "\\0" " " <$p/cmdline; echo; done',
+                ],
+                stdin=False,
+                stdout=True,
+                stderr=False,
+                tty=False,
+            )
+            found += [line for line in out.splitlines() if text in line and "/proc/" not in line]
+        return found
+
+    def teardown(self) -> None:
+        for pod in self.pods():
+            self.api.delete_namespaced_pod(
+                pod.metadata.name, self.namespace, grace_period_seconds=0
+            )

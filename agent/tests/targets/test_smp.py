@@ -8,7 +8,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from workflow_agent.targets._smp import PatchError, merge
 
 BASE = {

@@ -1,0 +1,232 @@
+"""The worker pod of the kubernetes target: settings from the environment, the rendered Pod.
+
+Pure functions (no Kubernetes client), unit-tested without a cluster.
+
+Settings (environment of the agent, upstream names):
+    PULUMI_AGENT_SERVICE_ACCOUNT_NAME   worker pods' service account (default: the namespace's)
+    PULUMI_AGENT_NUM_CPUS               CPU request of the job container, e.g. 2 or 500m
+    PULUMI_AGENT_MEM_QUANTITY           memory request, e.g. 2Gi
+    PULUMI_AGENT_IMAGE_PULL_POLICY      Always | IfNotPresent | Never (default: Always when
+                                        pull_image is true, Never when false)
+    PULUMI_AGENT_DEBUG_POD              true: keep the pod after the job
+    WORKFLOW_AGENT_WORKER_POD_PATCH     (extension) path of the strategic merge patch applied to
+                                        every worker pod; default /mnt/worker-pod.json, which
+                                        may be absent
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workflow_agent.targets import _smp
+from workflow_agent.targets.base import (
+    LABEL_INSTANCE,
+    LABEL_JOB,
+    LABEL_RUN,
+    JobSpec,
+    TargetError,
+)
+
+CONTAINER = "pulumi-workflow"
+NAME_PREFIX = "pulumi-workflow-runner-"
+WORKDIR = "/mnt/workflow"
+VOLUME = "workflow"
+COMPONENT = {"app.kubernetes.io/component": "pulumi-workflow"}
+RUNNER_NAME = {"app.kubernetes.io/name": "workflow-runner"}
+DEFAULT_PATCH_PATH = "/mnt/worker-pod.json"
+PATCH_PATH_VAR = "WORKFLOW_AGENT_WORKER_POD_PATCH"
+KEEPALIVE = 'trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+# The uid/gid of the `restricted` defaults (upstream's non-root recipe uses 1000 too).
+DEFAULT_UID = 1000
+
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False", "")
+
+
+@dataclass(frozen=True)
+class Settings:
+    service_account: str = ""
+    cpus: str = ""
+    memory: str = ""
+    pull_policy: str = ""
+    debug_pod: bool = False
+    patch: dict = field(default_factory=dict)
+    patch_source: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Read and check the settings; TargetError names the variable or file at fault."""
+        sa = env.get("PULUMI_AGENT_SERVICE_ACCOUNT_NAME", "").strip()
+        cpus = env.get("PULUMI_AGENT_NUM_CPUS", "").strip()
+        mem = env.get("PULUMI_AGENT_MEM_QUANTITY", "").strip()
+        for var, value in (("PULUMI_AGENT_NUM_CPUS", cpus), ("PULUMI_AGENT_MEM_QUANTITY", mem)):
+            if value and not _QUANTITY.match(value):
+                raise TargetError(
+                    f"{var}: {value!r} is not a Kubernetes quantity (examples: 2, 500m, 4Gi)"
+                )
+        policy = env.get("PULUMI_AGENT_IMAGE_PULL_POLICY", "").strip()
+        if policy and policy not in PULL_POLICIES:
+            raise TargetError(
+                f"PULUMI_AGENT_IMAGE_PULL_POLICY: {policy!r} is not one of "
+                f"{', '.join(PULL_POLICIES)}"
+            )
+        debug = env.get("PULUMI_AGENT_DEBUG_POD", "").strip()
+        if debug not in _TRUE + _FALSE:
+            raise TargetError(f"PULUMI_AGENT_DEBUG_POD: {debug!r} is not a boolean (true/false)")
+        path = env.get(PATCH_PATH_VAR, "").strip()
+        patch, source = load_patch(path or DEFAULT_PATCH_PATH, required=bool(path))
+        return cls(sa, cpus, mem, policy, debug in _TRUE, patch, source)
+
+
+def load_patch(path: str, *, required: bool) -> tuple[dict, str]:
+    """The worker pod patch at `path` ({} when absent and not required)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if required:
+            raise TargetError(f"{PATCH_PATH_VAR}: {path}: no such file") from None
+        return {}, ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TargetError(f"{path}: cannot read the worker pod patch: {exc}") from None
+    if not text.strip():
+        return {}, path
+    try:
+        patch = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TargetError(
+            f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}"
+        ) from None
+    if not isinstance(patch, dict):
+        raise TargetError(f"{path}: the worker pod patch must be a JSON object (a Pod)")
+    extra = sorted(set(patch) - {"apiVersion", "kind", "metadata", "spec"})
+    if extra:
+        raise TargetError(
+            f"{path}: {extra[0]!r} is not a Pod field; the patch is a Pod: put pod spec fields "
+            'under "spec" and labels under "metadata"'
+        )
+    # Surface a broken patch at agent start, not at the first job.
+    sample = JobSpec(job_id="sample", run_id="sample", image="sample")
+    render_pod(
+        sample, "sample", Settings(patch=patch, patch_source=path), pull_image=True, grace=30
+    )
+    return patch, path
+
+
+def label_value(text: str) -> str:
+    """`text` as a valid label value (<= 63 chars, alphanumeric ends); a hash keeps it unique."""
+    if len(text) <= 63 and _LABEL_VALUE.match(text):
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    clean = re.sub(r"[^-A-Za-z0-9_.]+", "-", text)[:54].strip("-_.")
+    return f"{clean}-{digest}" if clean else digest
+
+
+def pod_name(job_id: str) -> str:
+    """`pulumi-workflow-runner-<id>`: a DNS label (<= 63 chars) derived from the job id."""
+    room = 63 - len(NAME_PREFIX)
+    clean = re.sub(r"[^a-z0-9]+", "-", job_id.lower()).strip("-")
+    if clean and clean == job_id and len(clean) <= room:
+        return NAME_PREFIX + clean
+    digest = hashlib.sha256(job_id.encode()).hexdigest()[:8]
+    clean = clean[: room - 9].strip("-")
+    return f"{NAME_PREFIX}{clean}-{digest}" if clean else f"{NAME_PREFIX}{digest}"
+
+
+def selector(instance: str) -> str:
+    """Label selector of every worker pod an agent instance made."""
+    return f"{LABEL_INSTANCE}={label_value(instance)},app.kubernetes.io/component=pulumi-workflow"
+
+
+def render_pod(
+    job: JobSpec, instance: str, settings: Settings, *, pull_image: bool, grace: float
+) -> dict:
+    """The worker Pod for `job`, with the worker pod patch applied.
+
+    The job's environment is deliberately absent: it is handed to each step over the exec's
+    stdin, so secrets never sit in the pod spec (readable by anyone who may get pods).
+    """
+    name = pod_name(job.job_id)
+    ours = {
+        **COMPONENT,
+        **RUNNER_NAME,
+        LABEL_JOB: label_value(job.job_id),
+        LABEL_RUN: label_value(job.run_id),
+        LABEL_INSTANCE: label_value(instance),
+    }
+    labels = {k: label_value(v) for k, v in job.labels.items() if k not in ours}
+    labels.update(ours)
+    container: dict = {
+        "name": CONTAINER,
+        "image": job.image,
+        "imagePullPolicy": settings.pull_policy or ("Always" if pull_image else "Never"),
+        "command": ["/bin/sh", "-c", KEEPALIVE],
+        "workingDir": WORKDIR,
+        # A uid without a passwd entry gets HOME=/, which it cannot write.
+        "env": [{"name": "HOME", "value": WORKDIR}],
+        "volumeMounts": [{"name": VOLUME, "mountPath": WORKDIR}],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": True,
+        },
+    }
+    requests = {}
+    if settings.cpus:
+        requests["cpu"] = settings.cpus
+    if settings.memory:
+        requests["memory"] = settings.memory
+    if requests:
+        container["resources"] = {"requests": requests}
+    spec: dict = {
+        "restartPolicy": "Never",
+        "enableServiceLinks": False,
+        "terminationGracePeriodSeconds": max(1, int(round(grace))),
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": DEFAULT_UID,
+            "runAsGroup": DEFAULT_UID,
+            "fsGroup": DEFAULT_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "volumes": [{"name": VOLUME, "emptyDir": {}}],
+    }
+    if settings.service_account:
+        spec["serviceAccountName"] = settings.service_account
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            # The exact ids, which labels may have had to shorten.
+            "annotations": {LABEL_JOB: job.job_id, LABEL_RUN: job.run_id, LABEL_INSTANCE: instance},
+        },
+        "spec": spec,
+    }
+    try:
+        pod = _smp.merge(pod, settings.patch)
+    except _smp.PatchError as exc:
+        raise TargetError(f"{settings.patch_source}: {exc}") from None
+    # What the agent relies on wins over the patch: the name, its labels, and the keepalive.
+    meta = pod.setdefault("metadata", {})
+    meta["name"] = name
+    meta.setdefault("labels", {}).update(ours)
+    meta.pop("namespace", None)
+    containers = pod.get("spec", {}).get("containers") or []
+    main = next((c for c in containers if c.get("name") == CONTAINER), None)
+    if main is None:
+        raise TargetError(f"{settings.patch_source}: the patch removes the {CONTAINER} container")
+    main["command"] = ["/bin/sh", "-c", KEEPALIVE]
+    main.pop("args", None)
+    main["image"] = job.image
+    return pod

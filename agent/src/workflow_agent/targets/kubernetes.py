@@ -1,0 +1,423 @@
+"""`deploy_target: kubernetes`: one Pod per job in the agent's namespace; steps run by exec.
+
+Uses the official kubernetes client: in-cluster config when the agent runs in a pod (namespace
+from the service account), otherwise the kubeconfig (KUBECONFIG or ~/.kube/config, namespace of
+the current context, else `default`).
+
+**The pod.** `pulumi-workflow-runner-<job id>`, labels `app.kubernetes.io/component=
+pulumi-workflow`, `app.kubernetes.io/name=workflow-runner` and the job, run and instance labels;
+one container `pulumi-workflow` from the job image running a /bin/sh keepalive loop in
+`/mnt/workflow` (an emptyDir shared by all steps). Defaults meet the `restricted` Pod Security
+level: runAsNonRoot with uid/gid 1000, no privilege escalation, all capabilities dropped,
+seccomp RuntimeDefault. Settings (`_k8spod`): PULUMI_AGENT_SERVICE_ACCOUNT_NAME,
+PULUMI_AGENT_NUM_CPUS, PULUMI_AGENT_MEM_QUANTITY, PULUMI_AGENT_IMAGE_PULL_POLICY,
+PULUMI_AGENT_DEBUG_POD, and the strategic merge patch in /mnt/worker-pod.json
+(WORKFLOW_AGENT_WORKER_POD_PATCH to move it), which may override any of the defaults.
+prepare() watches the pod until its container runs; an image that cannot be pulled, a bad
+container config, or not running within the start timeout fails the job with a TargetError.
+
+**Steps: exec into the long-lived container** (chosen over a generated script whose per-step
+markers are parsed from the pod log). Per-step control is the reason: a step's timeout or
+cancel signals exactly that step's process group (TERM, grace, KILL, through a second exec),
+the exit code comes straight from the step, and later steps still run in the same container
+with the files (and background processes) of earlier ones, exactly as with docker. The job's
+environment travels over the exec's stdin, never in the pod spec. A log-parsing runner could
+only stop the whole pod, and step markers in a log can be forged by step output. The cost is
+pods/exec in the RBAC, and a step whose exec connection breaks (API server restart) is
+reported as an error.
+
+**Cleanup** deletes the pod with the grace period and watches until it is gone, unless
+PULUMI_AGENT_DEBUG_POD (or `debug_keep_runner`) keeps it. **Orphans**: on start,
+`cleanup_orphans()` deletes pods labelled with this instance that belong to no live job.
+
+**Job registry credentials** cannot be used here (that would need Secrets in the RBAC): give the
+worker service account an imagePullSecret instead; the agent logs a warning when a job has them.
+
+**RBAC** (namespaced Role, API group ""), exactly what this module calls:
+
+    pods:       create, get, list, watch, delete
+    pods/exec:  create, get    (websocket exec: `get` on clusters before 1.31's
+                                AuthorizePodWebsocketUpgradeCreatePermission, `create` after)
+
+Nothing on pods/log or configmaps: logs arrive over exec, and worker-pod.json is a file
+(mounted from a ConfigMap by the deployment, not read through the API).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+from kubernetes.stream import stream as k8s_stream
+
+from workflow_agent.targets import _execpump, _k8spod, _stepwrap
+from workflow_agent.targets.base import JobSpec, Step, StepOutcome, Target, TargetError
+
+if TYPE_CHECKING:
+    from workflow_agent.config import AgentConfig
+
+log = logging.getLogger(__name__)
+
+GRACE_SECONDS = 30.0
+START_TIMEOUT = 300.0
+DELETE_WAIT = 120.0
+SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+# Waiting reasons that will not fix themselves in time for this job.
+FATAL_WAITING = {
+    "ErrImagePull": "cannot pull the image",
+    "ImagePullBackOff": "cannot pull the image",
+    "InvalidImageName": "invalid image name",
+    "ErrImageNeverPull": "the image is not on the node and the pull policy is Never",
+    "CreateContainerConfigError": "invalid container configuration",
+    "CreateContainerError": "cannot create the container",
+    "RunContainerError": "cannot start the container",
+}
+_STDOUT, _STDERR = 1, 2
+
+
+@dataclass
+class _Job:
+    name: str
+
+
+class KubernetesTarget(Target):
+    def __init__(
+        self,
+        cfg: AgentConfig,
+        instance: str,
+        *,
+        namespace: str | None = None,
+        env: Mapping[str, str] = os.environ,
+        api_client: client.ApiClient | None = None,
+        grace: float = GRACE_SECONDS,
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
+        self._cfg = cfg
+        self._instance = instance
+        self._grace = grace
+        self._start_timeout = start_timeout
+        self._settings = _k8spod.Settings.from_env(env)
+        default_ns = "default"
+        if api_client is None:
+            api_client, default_ns = _load_config()
+        self._ns = namespace or default_ns
+        self._api = client.CoreV1Api(api_client)
+        # kubernetes.stream() swaps the request function of the client it is given while it
+        # connects: exec gets its own client, and one exec connects at a time.
+        self._exec_api = client.CoreV1Api(client.ApiClient(api_client.configuration))
+        self._exec_lock = threading.Lock()
+        self._jobs: dict[str, _Job] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def namespace(self) -> str:
+        return self._ns
+
+    # --- prepare ---------------------------------------------------------------------------
+
+    def prepare(self, job: JobSpec) -> None:
+        pod = _k8spod.render_pod(
+            job,
+            self._instance,
+            self._settings,
+            pull_image=self._cfg.pull_image,
+            grace=self._grace,
+        )
+        name = pod["metadata"]["name"]
+        if job.image_credentials:
+            log.warning(
+                "job %s: the kubernetes target cannot use the job's registry credentials; "
+                "give the worker service account an imagePullSecret",
+                job.job_id,
+            )
+        try:
+            self._api.create_namespaced_pod(self._ns, pod)
+        except ApiException as exc:
+            raise TargetError(
+                f"cannot create pod {name} in namespace {self._ns}: {_reason(exc)}"
+            ) from None
+        with self._lock:
+            self._jobs[job.job_id] = _Job(name)
+        log.info("job %s: pod %s/%s created", job.job_id, self._ns, name)
+        self._wait_running(name, job.image)
+
+    def _wait_running(self, name: str, image: str) -> None:
+        deadline = time.monotonic() + self._start_timeout
+        last = "no status yet"
+        w = watch.Watch()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TargetError(
+                    f"pod {name} did not start within {self._start_timeout:g}s: {last}"
+                )
+            try:
+                for event in w.stream(
+                    self._api.list_namespaced_pod,
+                    self._ns,
+                    field_selector=f"metadata.name={name}",
+                    timeout_seconds=max(1, int(min(remaining, 60))),
+                ):
+                    pod = event["object"]
+                    if event["type"] == "DELETED":
+                        raise TargetError(f"pod {name} was deleted before it started")
+                    verdict, last = start_verdict(pod, image)
+                    if verdict == "running":
+                        w.stop()
+                        return
+                    if verdict == "failed":
+                        w.stop()
+                        raise TargetError(f"pod {name}: {last}")
+                    if time.monotonic() >= deadline:
+                        break
+            except ApiException as exc:
+                if exc.status == 410:  # watch expired: start a new one
+                    continue
+                raise TargetError(f"cannot watch pod {name}: {_reason(exc)}") from None
+
+    # --- steps -----------------------------------------------------------------------------
+
+    def run_step(
+        self,
+        job: JobSpec,
+        step: Step,
+        on_line: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> StepOutcome:
+        with self._lock:
+            state = self._jobs.get(job.job_id)
+        if state is None:
+            return StepOutcome(None, "error", "the job was not prepared (or already cleaned up)")
+        if cancel.is_set():
+            return StepOutcome(None, "canceled", "canceled before the step started")
+        if step.timeout is not None and step.timeout <= 0:
+            return StepOutcome(None, "timeout", "no time left for this step")
+        marker = _stepwrap.new_marker()
+        parser = _stepwrap.StepStream(marker, on_line)
+        argv = _stepwrap.wrapper_argv(step.run, marker, env_from_stdin=True)
+        try:
+            ws = self._connect(state.name, argv, stdin=True)
+            ws.write_stdin(_stepwrap.env_lines(job.env, marker))
+        except Exception as exc:  # ApiException, websocket and socket errors alike
+            return StepOutcome(None, "error", f"cannot exec in pod {state.name}: {exc}")
+
+        def read(timeout: float):
+            if ws.is_open():
+                ws.update(timeout=timeout)
+            data = ws.read_channel(_STDOUT, 0) + ws.read_channel(_STDERR, 0)
+            if not data and not ws.is_open():
+                return _execpump.END
+            return data
+
+        deadline = None if step.timeout is None else time.monotonic() + step.timeout
+        reason = "error"
+        try:
+            reason = _execpump.pump(
+                read,
+                parser,
+                deadline=deadline,
+                cancel=cancel,
+                grace=self._grace,
+                signal=lambda pgid, sig: self._kill(state.name, pgid, sig),
+                alive=lambda pgid: self._exec_short(state.name, _stepwrap.alive_argv(pgid)) == 0,
+            )
+        finally:
+            if reason == "error" and parser.pid:  # on_line raised: do not leave the step running
+                self._kill(state.name, parser.pid, "KILL")
+        code = _returncode(ws)
+        with contextlib.suppress(Exception):
+            ws.close()
+        parser.flush()
+        if reason in ("timeout", "canceled"):
+            what = f"step timed out after {step.timeout:g}s" if reason == "timeout" else "canceled"
+            return StepOutcome(None, reason, f"{what}; its processes were terminated")
+        if parser.rc is not None:
+            return StepOutcome(parser.rc, "exited")
+        if code is not None:
+            return StepOutcome(code, "exited", "the step's process group was killed")
+        return StepOutcome(None, "error", f"lost the exec connection to pod {state.name}")
+
+    def _connect(self, name: str, argv: list[str], *, stdin: bool):
+        with self._exec_lock:
+            return k8s_stream(
+                self._exec_api.connect_get_namespaced_pod_exec,
+                name,
+                self._ns,
+                container=_k8spod.CONTAINER,
+                command=argv,
+                stdin=stdin,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                binary=True,
+                _preload_content=False,
+            )
+
+    def _kill(self, name: str, pgid: int, sig: str) -> None:
+        self._exec_short(name, _stepwrap.kill_argv(pgid, sig))
+
+    def _exec_short(self, name: str, argv: list[str]) -> int | None:
+        """Run a helper command (kill) in the job container; its exit code, None if unknown."""
+        try:
+            ws = self._connect(name, argv, stdin=False)
+            ws.run_forever(timeout=30)
+            code = _returncode(ws)
+            ws.close()
+            return code
+        except Exception as exc:  # the pod may be gone: the caller treats None as "unknown"
+            log.debug("exec %s in %s failed: %s", argv[3:], name, exc)
+            return None
+
+    # --- cleanup ---------------------------------------------------------------------------
+
+    def cleanup(self, job: JobSpec) -> None:
+        with self._lock:
+            state = self._jobs.pop(job.job_id, None)
+        if state is None:
+            return
+        try:
+            if self._settings.debug_pod or self._cfg.debug_keep_runner:
+                log.warning("job %s: keeping pod %s/%s (debug)", job.job_id, self._ns, state.name)
+                return
+            self._delete(state.name)
+        except Exception:  # cleanup never raises: the agent must move on to the next job
+            log.exception("job %s: cleanup failed", job.job_id)
+
+    def _delete(self, name: str) -> bool:
+        """Delete the pod with the grace period and watch until it is gone."""
+        try:
+            self._api.delete_namespaced_pod(
+                name, self._ns, grace_period_seconds=max(1, int(round(self._grace)))
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return True
+            log.warning("could not delete pod %s: %s", name, _reason(exc))
+            return False
+        deadline = time.monotonic() + self._grace + DELETE_WAIT
+        w = watch.Watch()
+        while time.monotonic() < deadline:
+            try:
+                pods = self._api.list_namespaced_pod(
+                    self._ns, field_selector=f"metadata.name={name}"
+                )
+                if not pods.items:
+                    return True
+                for event in w.stream(
+                    self._api.list_namespaced_pod,
+                    self._ns,
+                    field_selector=f"metadata.name={name}",
+                    resource_version=pods.metadata.resource_version,
+                    timeout_seconds=max(1, int(deadline - time.monotonic())),
+                ):
+                    if event["type"] == "DELETED":
+                        w.stop()
+                        return True
+            except ApiException as exc:
+                if exc.status != 410:
+                    log.warning("could not watch the deletion of pod %s: %s", name, _reason(exc))
+                    return False
+        log.warning(
+            "pod %s still exists %ss after its deletion", name, int(self._grace + DELETE_WAIT)
+        )
+        return False
+
+    def cleanup_orphans(self) -> int:
+        with self._lock:
+            live = {s.name for s in self._jobs.values()}
+        try:
+            pods = self._api.list_namespaced_pod(
+                self._ns, label_selector=_k8spod.selector(self._instance)
+            ).items
+        except ApiException as exc:
+            log.warning("cannot list pods for orphan cleanup: %s", _reason(exc))
+            return 0
+        count = 0
+        for pod in pods:
+            name = pod.metadata.name
+            if name in live:
+                continue
+            log.info("deleting orphaned pod %s/%s", self._ns, name)
+            if self._delete(name):
+                count += 1
+        return count
+
+
+def start_verdict(pod, image: str) -> tuple[str, str]:
+    """("running" | "failed" | "waiting", a one-line description) for a V1Pod."""
+    status = pod.status
+    phase = (status.phase if status else None) or "Pending"
+    for cs in (status.container_statuses if status else None) or []:
+        if cs.name != _k8spod.CONTAINER:
+            continue
+        if cs.state and cs.state.running:
+            return "running", "running"
+        waiting = cs.state.waiting if cs.state else None
+        if waiting and waiting.reason in FATAL_WAITING:
+            what = FATAL_WAITING[waiting.reason]
+            msg = " ".join((waiting.message or "").split())
+            return "failed", f"{what} ({image}): {waiting.reason}: {msg}".rstrip(": ")
+        terminated = cs.state.terminated if cs.state else None
+        if terminated:
+            return "failed", (
+                f"the {_k8spod.CONTAINER} container exited ({terminated.reason}, exit code "
+                f"{terminated.exit_code}) before any step ran (does the image have /bin/sh?)"
+            )
+        if waiting:
+            return "waiting", f"{phase}: {waiting.reason or 'waiting'}"
+    if phase in ("Failed", "Succeeded"):
+        return "failed", f"pod {phase.lower()} before any step ran: {status.message or ''}".strip()
+    for cond in (status.conditions if status else None) or []:
+        if cond.type == "PodScheduled" and cond.status == "False":
+            return "waiting", f"not scheduled: {cond.reason}: {cond.message}"
+    return "waiting", phase
+
+
+def _returncode(ws) -> int | None:
+    if ws.is_open():
+        return None
+    try:
+        return ws.returncode
+    except Exception:  # no status on the error channel: the connection broke
+        return None
+
+
+def _reason(exc: ApiException) -> str:
+    try:
+        body = json.loads(exc.body or "{}")
+        message = body.get("message") or exc.reason
+    except (ValueError, AttributeError):
+        message = exc.reason
+    return f"{exc.status} {' '.join(str(message).split())}"
+
+
+def _load_config() -> tuple[client.ApiClient, str]:
+    """In-cluster config, else the kubeconfig; TargetError when neither works."""
+    conf = client.Configuration()
+    try:
+        config.load_incluster_config(client_configuration=conf)
+        ns = Path(SA_NAMESPACE_FILE).read_text().strip() or "default"
+        return client.ApiClient(conf), ns
+    except (config.ConfigException, OSError):
+        pass
+    try:
+        config.load_kube_config(client_configuration=conf)
+        _, active = config.list_kube_config_contexts()
+        ns = (active or {}).get("context", {}).get("namespace") or "default"
+        return client.ApiClient(conf), ns
+    except (config.ConfigException, OSError, TypeError) as exc:
+        where = os.environ.get("KUBECONFIG") or "~/.kube/config"
+        raise TargetError(
+            f"no Kubernetes configuration: not running in a cluster, and the kubeconfig "
+            f"({where}) cannot be used: {exc}"
+        ) from None
