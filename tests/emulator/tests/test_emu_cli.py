@@ -45,6 +45,20 @@ def test_misuse_exits_2_with_one_line(args, env, names):
     assert "hunter2" not in res.stderr  # a rejected token is not echoed
 
 
+def test_unusable_files_exit_2(tmp_path):
+    garbage = tmp_path / "state.sqlite"
+    garbage.write_text("not a database")
+    for args, names in (
+        (["--state-file", str(garbage)], "--state-file"),
+        (["--state-file", str(tmp_path / "no" / "dir.sqlite")], "--state-file"),
+        (["--access-log", str(tmp_path / "no" / "dir.log")], "--access-log"),
+    ):
+        res = run_cli("serve", *args)
+        assert res.returncode == 2, res.stderr
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and names in lines[0] and "Traceback" not in res.stderr
+
+
 def test_port_in_use_exits_2():
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

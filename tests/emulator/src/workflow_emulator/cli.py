@@ -9,6 +9,7 @@ import os
 import secrets
 import signal
 import socket
+import sqlite3
 import sys
 
 from workflow_emulator import durations
@@ -133,7 +134,11 @@ async def serve(args: argparse.Namespace) -> int:
         elif args.access_log == "-":
             access_log = sys.stderr
         else:
-            access_log = stack.enter_context(open(args.access_log, "a", encoding="utf-8"))  # noqa: SIM115
+            try:
+                access_log = stack.enter_context(open(args.access_log, "a", encoding="utf-8"))  # noqa: SIM115
+            except OSError as err:
+                print(f"workflow_emulator: --access-log: {err}", file=sys.stderr)
+                return 2
         try:
             sock = _bind(args.host, args.port)
         except OSError as err:
@@ -142,18 +147,27 @@ async def serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        app = create_app(
-            Settings(
-                admin_token=admin_token,
-                seed_token=args.seed_token,
-                heartbeat_timeout=args.heartbeat_timeout,
-                online_window=args.online_window,
-                org=args.org,
-                state_file=args.state_file,
-                default_image=args.default_image,
-                access_log=access_log,
+        try:
+            app = create_app(
+                Settings(
+                    admin_token=admin_token,
+                    seed_token=args.seed_token,
+                    heartbeat_timeout=args.heartbeat_timeout,
+                    online_window=args.online_window,
+                    org=args.org,
+                    state_file=args.state_file,
+                    default_image=args.default_image,
+                    access_log=access_log,
+                )
             )
-        )
+        except (OSError, sqlite3.Error, ValueError, KeyError, TypeError) as err:
+            # A state file that is not ours, or a directory that does not exist.
+            sock.close()
+            print(
+                f"workflow_emulator: --state-file {args.state_file}: cannot use it: {err}",
+                file=sys.stderr,
+            )
+            return 2
         config = uvicorn.Config(
             app,
             log_level="warning",
