@@ -357,7 +357,7 @@ def create_app(settings: Settings) -> Edge:
 
     # ------------------------------------------------------------------ admin API
     def admin_pool_view(pool: dict) -> dict:
-        online = [a for a in store.list_agents(pool=pool, online_within=store.online_window)]
+        online = store.list_agents(pool=pool, online_within=store.online_window)
         return {
             "id": pool["id"],
             "name": pool["name"],

@@ -2,6 +2,7 @@
 
 import collections
 import email.utils
+import math
 import random
 import time
 
@@ -122,4 +123,4 @@ class Faults:
         if self.settings["retry_after_format"] == "http-date":
             # Real time, not the emulator clock: the client compares it with its own clock.
             return email.utils.formatdate(time.time() + seconds, usegmt=True)
-        return str(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}"
+        return str(math.ceil(seconds))  # delay-seconds is a whole number (RFC 9110)
