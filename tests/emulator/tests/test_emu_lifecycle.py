@@ -106,6 +106,16 @@ def test_cancel_a_running_job_reads_failed_on_the_wire_canceled_in_admin(emu, ag
     assert again.status_code == 409
 
 
+def test_skip_reads_skipped_on_the_wire(emu, agent):
+    job_id = emu.create_job(STEPS)
+    claim = agent.claim()
+    view = emu.cancel(job_id, "a fresher deployment is queued", status="skipped")
+    assert view["status"] == "skipped"
+    assert agent.status(claim).json() == "skipped"
+    bad = emu.admin("POST", f"/admin/jobs/{emu.create_job(STEPS)}/cancel", {"status": "done"})
+    assert bad.status_code == 400
+
+
 def test_cancel_a_queued_job_is_never_delivered(emu, agent):
     first = emu.create_job(STEPS)
     second = emu.create_job(STEPS)

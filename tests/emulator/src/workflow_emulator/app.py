@@ -407,7 +407,7 @@ def create_app(settings: Settings) -> Edge:
         reason = body.get("reason", "canceled by the admin API")
         if not isinstance(reason, str):
             raise ApiError(400, "reason must be a string")
-        store.cancel(job, reason)
+        store.cancel(job, reason, body.get("status", "canceled"))
         return ok(store.job_view(job))
 
     async def admin_agents(request: Request) -> Response:

@@ -574,12 +574,15 @@ class Store:
         self._put_job(job, status, reason)
 
     # ---------------------------------------------------------------- jobs: the service's side
-    def cancel(self, job: dict, reason: str) -> None:
+    def cancel(self, job: dict, reason: str, status: str = "canceled") -> None:
+        """End a job from the service side: canceled, or skipped (a fresher one superseded it)."""
+        if status not in ("canceled", "skipped"):
+            raise ApiError(400, f"status must be canceled or skipped, not {status!r}")
         if job["status"] in TERMINAL:
             raise ApiError(409, f"job {job['id']} is already {job['status']}")
-        job.update(status="canceled", finished_at=self.clock.now(), reason=reason)
+        job.update(status=status, finished_at=self.clock.now(), reason=reason)
         self.active.discard(job["id"])
-        self._put_job(job, "canceled", reason)
+        self._put_job(job, status, reason)
 
     def sweep(self) -> None:
         """Fail deployments (requeue leases) whose heartbeats stopped for heartbeat_timeout."""

@@ -202,8 +202,12 @@ class Emulator:
                 raise TimeoutError(f"jobs not finished after {timeout}s: {waiting}")
             time.sleep(poll)
 
-    def cancel(self, job_id: str, reason: str = "canceled by test") -> dict:
-        return self._ok(self.admin("POST", f"/admin/jobs/{job_id}/cancel", {"reason": reason}))
+    def cancel(
+        self, job_id: str, reason: str = "canceled by test", status: str = "canceled"
+    ) -> dict:
+        """End a job from the service side; status "skipped" reads "skipped" on the wire."""
+        body = {"reason": reason, "status": status}
+        return self._ok(self.admin("POST", f"/admin/jobs/{job_id}/cancel", body))
 
     def agents(self, online_within: float | None = 60, pool: str | None = None) -> list[dict]:
         params: dict = {}
