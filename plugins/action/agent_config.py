@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Validate an agent config with the agent's own schema on the controller, write it via copy.
 
 The schema lives in the agent source vendored in this collection (<collection>/agent/src), the

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 name: pool_plan
 short_description: Spread a pool's target concurrency over hosts by weight
 version_added: 0.1.0
-author: selfhosted.workflow_agent maintainers
+author: selfhosted.workflow_agent maintainers (@selfhosted)
 description:
   - Plans how many agent instances and slots each host runs so that the slots of all hosts add
     up to exactly O(target).

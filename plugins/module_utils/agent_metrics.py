@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read an agent's /metrics (Prometheus text format, minimal) into a few plain facts.
 
 Metric names: docs/agent-interfaces.md. Only what agent_info reports is picked out.

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Argument spec pieces shared by the modules (documented by the doc fragments of the same names).
 
 Build a module's spec with ``argspec(HTTP_ARG_SPEC, SERVICE_ARG_SPEC, own_options)``.
@@ -14,7 +14,7 @@ from ansible.module_utils.basic import env_fallback
 
 __metaclass__ = type
 
-# Any HTTP call a module makes (doc fragment selfhosted.workflow_agent.http).
+# Any HTTP call a module makes (doc fragment selfhosted.workflow_agent.http_options).
 HTTP_ARG_SPEC = {
     "timeout": {"type": "float", "default": 10},
     "validate_certs": {"type": "bool", "default": True},

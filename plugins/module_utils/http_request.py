@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """One HTTP call with ansible's open_url, as (status, body, error); never raises for HTTP."""
 
 from __future__ import absolute_import, division, print_function
@@ -74,7 +74,8 @@ def request(
     except HTTPError as exc:
         try:
             content = exc.read(MAX_BODY)
-        except Exception:  # pylint: disable=broad-except - a body is a nicety here
+        except Exception:  # pylint: disable=broad-except
+            # The body only adds detail to the message; its absence is no error.
             content = b""
         return Response(exc.code, content or b"")
     except URLError as exc:

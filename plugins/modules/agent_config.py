@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # The work is done by the action plugin plugins/action/agent_config.py on the controller; this
 # file only documents it.
 
@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 module: agent_config
 short_description: Validate and write a workflow agent's config file, secrets masked
 version_added: 0.1.0
-author: selfhosted.workflow_agent maintainers
+author: selfhosted.workflow_agent maintainers (@selfhosted)
 description:
   - Validates O(config) with the agent's own config schema (C(workflow_agent.config), vendored in
     this collection under C(agent/src); one source of truth, never a copy), then writes it as

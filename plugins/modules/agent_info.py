@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,7 +10,7 @@ DOCUMENTATION = r"""
 module: agent_info
 short_description: Health and activity of workflow agent instances
 version_added: 0.1.0
-author: selfhosted.workflow_agent maintainers
+author: selfhosted.workflow_agent maintainers (@selfhosted)
 description:
   - Reads each agent instance's C(/healthz) and C(/metrics) and returns, per instance, whether
     it is healthy, its last activity, its busy and configured slots, the jobs it ran by result,
@@ -50,7 +50,7 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
-  - selfhosted.workflow_agent.http
+  - selfhosted.workflow_agent.http_options
   - ansible.builtin.action_common_attributes
   - selfhosted.workflow_agent.attributes
 attributes:

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
-# Apache License 2.0 (see galaxy.yml)
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,14 +10,14 @@ DOCUMENTATION = r"""
 module: agent_pool
 short_description: Create, look up, delete and wait on a workflow agent pool
 version_added: 0.1.0
-author: selfhosted.workflow_agent maintainers
+author: selfhosted.workflow_agent maintainers (@selfhosted)
 description:
   - Manages an agent pool of an organization through the service's REST API
     (C(/api/orgs/<org>/agent-pools)), finding the pool by O(name).
   - Creating a pool returns its pool token, which the service shows only once. Write it
     straight to a file with O(token_dest), or register the result under C(no_log).
   - With O(wait_for_online), waits until at least that many agents of the pool report
-    C(online): the fleet-level health gate after a rollout.
+    C(online), the fleet-level health gate after a rollout.
   - Usually run on the controller, with C(delegate_to=localhost) and C(run_once=true).
 options:
   name:
@@ -67,7 +67,7 @@ options:
     default: 2
 extends_documentation_fragment:
   - selfhosted.workflow_agent.service
-  - selfhosted.workflow_agent.http
+  - selfhosted.workflow_agent.http_options
   - ansible.builtin.action_common_attributes
   - selfhosted.workflow_agent.attributes
 attributes:

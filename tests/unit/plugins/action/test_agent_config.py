@@ -128,8 +128,8 @@ def test_plain_strips_string_subclasses():
 
     out = plugin.plain({Tagged("token"): Tagged("x"), "l": (Tagged("a"), 1, True, None)})
     assert out == {"token": "x", "l": ["a", 1, True, None]}
-    assert type(next(iter(out))) is str
-    assert type(out["token"]) is str
+    assert next(iter(out)).__class__ is str
+    assert out["token"].__class__ is str
 
 
 # --- bad config: one message naming the key, never the secret -------------------------------
