@@ -10,7 +10,7 @@ def main(dirs: list[str]) -> int:
     for d in dirs:
         for f in sorted(pathlib.Path(d).glob("**/*.xml")):
             try:
-                root = ET.parse(f).getroot()
+                root = ET.parse(f).getroot()  # noqa: S314 - our own test runners' reports
             except ET.ParseError:
                 failed += 1
                 continue
