@@ -1,0 +1,219 @@
+"""The agent container image (./Containerfile) on the real Docker engine, against the emulator
+image: identity (OCI labels, non-root user, tini as PID 1), /healthz 200, the image's own
+HEALTHCHECK command, a job run end to end, and SIGTERM -> drain -> exit 0.
+
+The image is built (or found up to date) by scripts/build-agent-image.sh, so the test always
+runs the current source. Containers and the network are named wfa-k8simg-<random>."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKER = shutil.which("/usr/bin/docker") or shutil.which("docker") or "docker"
+IMAGE = "local/workflow-agent"
+EMULATOR_IMAGE = "local/workflow-emulator:latest"
+WAIT = 120.0  # generous deadlines for a loaded 2-core machine
+AGENT_UID = "10001"
+
+
+def docker(*args: str, check: bool = True, env: dict | None = None, timeout: float = 300):
+    return subprocess.run(
+        [DOCKER, *args],
+        capture_output=True,
+        text=True,
+        check=check,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def wait_for(predicate, what: str, timeout: float = WAIT):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} not reached within {timeout:g}s")
+        time.sleep(0.3)
+
+
+def agent_version() -> str:
+    text = (REPO / "agent/src/workflow_agent/__init__.py").read_text()
+    return text.split('__version__ = "', 1)[1].split('"', 1)[0]
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    if docker("info", check=False).returncode != 0:
+        pytest.skip("the Docker engine does not answer (run: bash scripts/docker-engine.sh)")
+    for needed in ("local/debian12-plain:latest", EMULATOR_IMAGE):
+        if docker("image", "inspect", needed, check=False).returncode != 0:
+            pytest.skip(f"{needed} is missing (run: make images)")
+    build = subprocess.run(
+        ["bash", str(REPO / "scripts/build-agent-image.sh")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    return f"{IMAGE}:{agent_version()}"
+
+
+class Emu:
+    """The emulator container's admin API, reached at its address on the test network."""
+
+    def __init__(self, url: str, admin_token: str) -> None:
+        self.url = url
+        self.http = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {admin_token}"}, timeout=30
+        )
+
+    def get(self, path: str, **params) -> dict:
+        resp = self.http.get(path, params=params)
+        resp.raise_for_status()
+        return resp.json()
+
+    def post(self, path: str, body: dict) -> dict:
+        resp = self.http.post(path, json=body)
+        resp.raise_for_status()
+        return resp.json()
+
+
+def container_ip(name: str, network: str) -> str:
+    out = docker("inspect", "-f", "{{json .NetworkSettings.Networks}}", name).stdout
+    return json.loads(out)[network]["IPAddress"]
+
+
+@pytest.fixture(scope="module")
+def setup(image):
+    """The emulator and one agent (process target) on a private network."""
+    tag = "wfa-k8simg-" + secrets.token_hex(3)
+    pool_token = "pul-" + secrets.token_hex(20)
+    admin_token = secrets.token_hex(20)
+    # Tokens travel in the environment of `docker run -e NAME`, never in argv.
+    env = {**os.environ, "PULUMI_AGENT_TOKEN": pool_token}
+    env.update(EMULATOR_SEED_TOKEN=pool_token, EMULATOR_ADMIN_TOKEN=admin_token)
+    names = {"net": tag, "emu": f"{tag}-emulator", "agent": f"{tag}-agent"}
+    try:
+        docker("network", "create", names["net"])
+        docker(
+            "run", "-d", "--name", names["emu"], "--network", names["net"],
+            "-e", "EMULATOR_SEED_TOKEN", "-e", "EMULATOR_ADMIN_TOKEN",
+            EMULATOR_IMAGE, env=env,
+        )  # fmt: skip
+        emu = Emu(f"http://{container_ip(names['emu'], names['net'])}:8080", admin_token)
+
+        def emulator_up():
+            try:
+                return httpx.get(emu.url + "/healthz", timeout=5).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(emulator_up, "the emulator answering")
+        docker(
+            "run", "-d", "--name", names["agent"], "--network", names["net"],
+            "-e", "PULUMI_AGENT_TOKEN",
+            "-e", f"PULUMI_AGENT_SERVICE_URL=http://{names['emu']}:8080",
+            "-e", "PULUMI_AGENT_DEPLOY_TARGET=process",
+            "-e", "PULUMI_AGENT_POLLING_INTERVAL=1s",
+            "-e", "WORKFLOW_AGENT_INSTANCE=image-test",
+            image, env=env,
+        )  # fmt: skip
+        agent_url = f"http://{container_ip(names['agent'], names['net'])}:8080"
+        yield {"names": names, "emu": emu, "agent_url": agent_url, "token": pool_token}
+    finally:
+        for name in (names["agent"], names["emu"]):
+            docker("rm", "-f", name, check=False)
+        docker("network", "rm", names["net"], check=False)
+
+
+def test_image_identity(image):
+    """OCI labels, a numeric non-root user, tini as entrypoint, `workflow-agent run`."""
+    cfg = json.loads(docker("image", "inspect", "-f", "{{json .Config}}", image).stdout)
+    labels = cfg["Labels"]
+    assert labels["org.opencontainers.image.version"] == agent_version()
+    assert labels["org.opencontainers.image.licenses"] == "Apache-2.0"
+    assert labels["org.opencontainers.image.source"].startswith("https://")
+    assert cfg["User"] == f"{AGENT_UID}:{AGENT_UID}"
+    assert cfg["Entrypoint"] == ["/usr/bin/tini", "--"]
+    assert cfg["Cmd"] == ["workflow-agent", "run"]
+    assert cfg["Healthcheck"]["Test"][0] == "CMD"
+    out = docker("run", "--rm", image, "workflow-agent", "version").stdout
+    assert out.startswith(f"workflow-agent {agent_version()} ")
+    # Both extras are installed, and the kubernetes SDK imports without its dropped aio part.
+    probe = "import docker, kubernetes.client, kubernetes.stream, workflow_agent.targets.kubernetes"
+    docker("run", "--rm", image, "python", "-c", probe)
+
+
+def test_runs_healthy_and_does_a_job(setup):
+    names, emu = setup["names"], setup["emu"]
+
+    def healthz():
+        try:
+            return httpx.get(setup["agent_url"] + "/healthz", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(healthz, "agent /healthz 200")
+    assert httpx.get(setup["agent_url"] + "/readyz", timeout=5).json() == {"status": "ready"}
+
+    # PID 1 is tini; the agent runs under it as the image's non-root user.
+    pid1 = docker("exec", names["agent"], "cat", "/proc/1/cmdline").stdout.split("\0")
+    assert pid1[0] == "/usr/bin/tini"
+    # `docker top` columns: UID PID PPID C STIME TTY TIME CMD.
+    top = [row.split(None, 7) for row in docker("top", names["agent"]).stdout.splitlines()[1:]]
+    agent_uids = [row[0] for row in top if "workflow-agent run" in row[7]]
+    assert agent_uids and set(agent_uids) == {AGENT_UID}, top
+
+    # The image's own HEALTHCHECK command succeeds against the running agent.
+    check = json.loads(docker("image", "inspect", "-f", "{{json .Config.Healthcheck}}",
+                              docker("inspect", "-f", "{{.Image}}", names["agent"]).stdout.strip()
+                              ).stdout)["Test"][1:]  # fmt: skip
+    assert docker("exec", names["agent"], *check, check=False).returncode == 0
+
+    online = wait_for(
+        lambda: [a for a in emu.get("/admin/agents", online_within=60)["agents"]
+                 if a["instance"] == "image-test"],
+        "the agent online at the emulator",
+    )  # fmt: skip
+    assert online[0]["version"] == agent_version()
+
+    job = emu.post("/admin/jobs", {"steps": [{"name": "hello", "run": "echo hello from $(id -u)"}]})
+    done = wait_for(
+        lambda: (
+            (j := emu.get(f"/admin/jobs/{job['id']}"))["status"]
+            in ("succeeded", "failed", "canceled")
+            and j
+        ),
+        "the job finished",
+    )
+    assert done["status"] == "succeeded", done
+    assert done["steps"][0]["logs"] == [f"hello from {AGENT_UID}"]
+    # The pool token never shows in the container's log.
+    assert setup["token"] not in docker("logs", names["agent"]).stderr
+
+
+def test_sigterm_drains_and_exits_0(setup):
+    """`docker kill -s TERM` reaches the agent through tini: it drains and exits 0 (no SIGKILL:
+    without the signal reaching it, the container would run until the deadline)."""
+    name = setup["names"]["agent"]
+    docker("kill", "--signal", "TERM", name)
+    wait_for(
+        lambda: docker("inspect", "-f", "{{.State.Running}}", name).stdout.strip() == "false",
+        "the agent container stopped",
+    )
+    state = json.loads(docker("inspect", "-f", "{{json .State}}", name).stdout)
+    assert state["ExitCode"] == 0, docker("logs", name).stderr[-2000:]
+    assert state["OOMKilled"] is False
