@@ -1,0 +1,104 @@
+"""Two instances on one systemd host, after converge and an idempotent second run."""
+
+import pytest
+from wfa_testlib import CONFIG_DIR, healthz, hosts, instances, journal_tail, show, unit
+
+testinfra_hosts = hosts()
+PORT_BASE = 8080
+
+
+def test_two_instances_configured(host):
+    assert instances(host) == ["1", "2"]
+
+
+@pytest.mark.parametrize("name", ["1", "2"])
+def test_unit_active_and_enabled(host, name):
+    svc = host.service(unit(name))
+    assert svc.is_running, journal_tail(host, name)
+    assert svc.is_enabled
+
+
+@pytest.mark.parametrize("name", ["1", "2"])
+def test_unit_is_hardened_and_drains(host, name):
+    props = show(
+        host,
+        name,
+        "User",
+        "NoNewPrivileges",
+        "ProtectSystem",
+        "ProtectHome",
+        "PrivateTmp",
+        "ReadWritePaths",
+        "Restart",
+        "KillMode",
+        "KillSignal",
+        "TimeoutStopUSec",
+        "Environment",
+        "ExecStart",
+    )
+    assert props["User"] == "workflow-agent"
+    assert props["NoNewPrivileges"] == "yes"
+    assert props["ProtectSystem"] == "strict"
+    assert props["ProtectHome"] == "yes"
+    assert props["PrivateTmp"] == "yes"
+    assert props["ReadWritePaths"] == f"/var/lib/workflow-agent/{name}"
+    assert props["Restart"] == "always"
+    assert props["KillMode"] == "mixed"
+    assert props["KillSignal"] == "15"
+    # drain_timeout 2m (the scenario's) + the 30 s margin
+    assert props["TimeoutStopUSec"] == "2min 30s"
+    assert f"WORKFLOW_AGENT_INSTANCE={name}" in props["Environment"].split()
+    assert "--config /etc/workflow-agent/" + name + ".yaml" in props["ExecStart"]
+
+
+def test_agent_user_cannot_log_in(host):
+    user = host.user("workflow-agent")
+    assert user.exists
+    assert user.shell in ("/usr/sbin/nologin", "/sbin/nologin")
+
+
+@pytest.mark.parametrize("name", ["1", "2"])
+def test_config_is_private_to_the_agent_user(host, name):
+    cfg = host.file(f"{CONFIG_DIR}/{name}.yaml")
+    assert cfg.user == "workflow-agent"
+    assert cfg.mode == 0o600
+    assert host.file(CONFIG_DIR).mode == 0o750
+
+
+def test_token_only_in_the_config_files(host, pool_token):
+    # The token is really in use (so the checks below are not vacuous) ...
+    assert pool_token in host.check_output(f"cat {CONFIG_DIR}/1.yaml")
+    # ... and appears neither on a command line, in an environment, nor in the journal.
+    assert pool_token not in host.check_output("ps -eo args=")
+    environments = host.run("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'").stdout
+    assert "WORKFLOW_AGENT_INSTANCE=1" in environments
+    assert pool_token not in environments
+    assert pool_token not in host.check_output("journalctl --no-pager -o cat")
+    assert pool_token not in host.check_output(f"cat {CONFIG_DIR}/environment")
+    assert pool_token not in host.check_output("systemctl cat 'workflow-agent@1.service'")
+
+
+@pytest.mark.parametrize("index, name", [(0, "1"), (1, "2")])
+def test_healthz_answers_200_on_each_port(host, index, name):
+    status, body = healthz(host, PORT_BASE + index)
+    assert status == 200, journal_tail(host, name)
+    assert body["status"] == "healthy"
+
+
+def test_emulator_sees_both_agents_online(host, emulator):
+    hostname = host.check_output("hostname")
+    agents = emulator.wait_agents({f"{hostname}/1", f"{hostname}/2"})
+    assert set(agents) == {f"{hostname}/1", f"{hostname}/2"}
+    assert {a["version"] for a in agents.values()} == {
+        host.check_output("/opt/workflow-agent/current/bin/workflow-agent --version").split()[1]
+    }
+
+
+def test_a_job_runs_on_each_instance(host, emulator):
+    hostname = host.check_output("hostname")
+    expected = {f"{hostname}/1", f"{hostname}/2"}
+    ran = emulator.run_on_each(expected)
+    assert set(ran) == expected
+    for jobs in ran.values():
+        # process target: the job ran as the agent's unprivileged user
+        assert jobs[0]["steps"][0]["logs"] == ["ran as workflow-agent"]
