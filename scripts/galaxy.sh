@@ -14,7 +14,7 @@ echo "-- tarball: $(du -h "$tarball" | cut -f1) $(tar -tzf "$tarball" | wc -l) f
 if tar -tzf "$tarball" | grep -E '(^|/)(\.venv|__pycache__|tests/output|\.pytest_cache|\.git)/' ; then
   echo "tarball contains caches or venvs (see above): fix build_ignore" >&2; exit 1
 fi
-tar -tzf "$tarball" | grep -q '^agent/src/workflow_agent/config.py$' || { echo "tarball lacks the vendored agent" >&2; exit 1; }
+tar -tzf "$tarball" | grep -c '^agent/src/workflow_agent/config.py$' >/dev/null || { echo "tarball lacks the vendored agent" >&2; exit 1; }
 # The bundle from PyPI already satisfies the dependencies; Galaxy is never contacted.
 ansible-galaxy collection install --offline -p "$INSTALLED" "$tarball"
 export ANSIBLE_COLLECTIONS_PATH=$INSTALLED
@@ -24,4 +24,5 @@ echo "-- antsibull-docs lint-collection-docs"
 antsibull-docs lint-collection-docs --plugin-docs "$INSTALLED/ansible_collections/selfhosted/workflow_agent"
 echo "-- playbook from the installed copy"
 cd "$STATE" && ansible-playbook -i localhost, -c local \
-  "$OLDPWD/tests/integration/galaxy_smoke.yml" -e "smoke_dir=$STATE/galaxy-smoke"
+  "$OLDPWD/tests/integration/galaxy_smoke.yml" -e "smoke_dir=$STATE/galaxy-smoke" \
+  -e "ansible_python_interpreter=$(command -v python)"  # the venv's: discovery may pick a pyenv shim

@@ -9,6 +9,9 @@ export ANSIBLE_COLLECTIONS_PATH=$STATE/collections
 test -d "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/selfhosted/workflow_agent" \
   || { echo "run 'make galaxy' first (no installed collection at $ANSIBLE_COLLECTIONS_PATH)" >&2; exit 1; }
 export MOLECULE_JUNIT_DIR=$STATE/junit
+# Per-STATE names, so runs with different STATEs (several engineers) do not collide: containers
+# and networks are <prefix>-<scenario>-..., and each scenario's ephemeral dir is under STATE.
+export WFA_RUN_PREFIX=${WFA_RUN_PREFIX:-$(basename "$STATE")}
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
   mapfile -t scenarios < <(ls molecule/*/molecule.yml | xargs -n1 dirname | xargs -n1 basename)
@@ -16,6 +19,8 @@ fi
 rc=0
 for s in "${scenarios[@]}"; do
   echo "-- molecule test -s $s"
-  if molecule test -s "$s"; then echo "molecule $s: passed"; else echo "molecule $s: FAILED"; rc=1; fi
+  t0=$(date +%s)
+  if MOLECULE_EPHEMERAL_DIRECTORY=$STATE/molecule/$s molecule test -s "$s"; then res=passed; else res=FAILED; rc=1; fi
+  echo "molecule $s: $res in $(( $(date +%s) - t0 ))s"
 done
 exit $rc
