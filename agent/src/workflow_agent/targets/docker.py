@@ -345,7 +345,8 @@ class DockerTarget(Target):
             with contextlib.suppress(docker.errors.NotFound):
                 images[job_id] = container.attrs.get("Config", {}).get("Image", "")
             self._remove_container(container)
-            orphans.add(job_id)
+            if job_id:  # not a throwaway cleaner container
+                orphans.add(job_id)
         for jd in _jobdir.find(self._base, self._instance):
             if jd.root in live_dirs:
                 continue

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream as k8s_stream
@@ -146,6 +147,10 @@ class KubernetesTarget(Target):
             raise TargetError(
                 f"cannot create pod {name} in namespace {self._ns}: {_reason(exc)}"
             ) from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TargetError(
+                f"cannot reach the Kubernetes API to create pod {name}: {exc}"
+            ) from None
         with self._lock:
             self._jobs[job.job_id] = _Job(name)
         log.info("job %s: pod %s/%s created", job.job_id, self._ns, name)
@@ -154,36 +159,51 @@ class KubernetesTarget(Target):
     def _wait_running(self, name: str, image: str) -> None:
         deadline = time.monotonic() + self._start_timeout
         last = "no status yet"
+        for kind, pod in self._pod_events(name, deadline):
+            if pod is None or kind == "DELETED":
+                raise TargetError(f"pod {name} was deleted before it started")
+            verdict, last = start_verdict(pod, image)
+            if verdict == "running":
+                return
+            if verdict == "failed":
+                raise TargetError(f"pod {name}: {last}")
+        raise TargetError(f"pod {name} did not start within {self._start_timeout:g}s: {last}")
+
+    def _pod_events(self, name: str, deadline: float):
+        """("LIST" | "ADDED" | "MODIFIED" | "DELETED", V1Pod or None when absent) until
+        `deadline`. Each (re)connection lists the pod first, then watches from that version,
+        so a dropped watch (API server restart, expired resource version) loses nothing."""
+        selector = f"metadata.name={name}"
         w = watch.Watch()
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TargetError(
-                    f"pod {name} did not start within {self._start_timeout:g}s: {last}"
-                )
-            try:
-                for event in w.stream(
-                    self._api.list_namespaced_pod,
-                    self._ns,
-                    field_selector=f"metadata.name={name}",
-                    timeout_seconds=max(1, int(min(remaining, 60))),
-                ):
-                    pod = event["object"]
-                    if event["type"] == "DELETED":
-                        raise TargetError(f"pod {name} was deleted before it started")
-                    verdict, last = start_verdict(pod, image)
-                    if verdict == "running":
-                        w.stop()
-                        return
-                    if verdict == "failed":
-                        w.stop()
-                        raise TargetError(f"pod {name}: {last}")
-                    if time.monotonic() >= deadline:
-                        break
-            except ApiException as exc:
-                if exc.status == 410:  # watch expired: start a new one
-                    continue
-                raise TargetError(f"cannot watch pod {name}: {_reason(exc)}") from None
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    listing = self._api.list_namespaced_pod(
+                        self._ns, field_selector=selector, _request_timeout=60
+                    )
+                    yield "LIST", (listing.items[0] if listing.items else None)
+                    remaining = deadline - time.monotonic()
+                    for event in w.stream(
+                        self._api.list_namespaced_pod,
+                        self._ns,
+                        field_selector=selector,
+                        resource_version=listing.metadata.resource_version,
+                        timeout_seconds=max(1, int(min(remaining, 60))),
+                    ):
+                        yield event["type"], event["object"]
+                        if time.monotonic() >= deadline:
+                            return
+                except ApiException as exc:
+                    if exc.status in (401, 403):
+                        raise TargetError(f"cannot watch pod {name}: {_reason(exc)}") from None
+                    if exc.status != 410:  # 410: the watch expired; start a new one at once
+                        log.debug("watch of pod %s: %s; retrying", name, _reason(exc))
+                        time.sleep(1)
+                except (urllib3.exceptions.HTTPError, OSError) as exc:
+                    log.debug("watch of pod %s broke: %s; retrying", name, exc)
+                    time.sleep(1)
+        finally:
+            w.stop()
 
     # --- steps -----------------------------------------------------------------------------
 
@@ -304,32 +324,19 @@ class KubernetesTarget(Target):
                 return True
             log.warning("could not delete pod %s: %s", name, _reason(exc))
             return False
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("could not delete pod %s: %s", name, exc)
+            return False
         deadline = time.monotonic() + self._grace + DELETE_WAIT
-        w = watch.Watch()
-        while time.monotonic() < deadline:
-            try:
-                pods = self._api.list_namespaced_pod(
-                    self._ns, field_selector=f"metadata.name={name}"
-                )
-                if not pods.items:
+        try:
+            for kind, pod in self._pod_events(name, deadline):
+                if pod is None or kind == "DELETED":
                     return True
-                for event in w.stream(
-                    self._api.list_namespaced_pod,
-                    self._ns,
-                    field_selector=f"metadata.name={name}",
-                    resource_version=pods.metadata.resource_version,
-                    timeout_seconds=max(1, int(deadline - time.monotonic())),
-                ):
-                    if event["type"] == "DELETED":
-                        w.stop()
-                        return True
-            except ApiException as exc:
-                if exc.status != 410:
-                    log.warning("could not watch the deletion of pod %s: %s", name, _reason(exc))
-                    return False
-        log.warning(
-            "pod %s still exists %ss after its deletion", name, int(self._grace + DELETE_WAIT)
-        )
+        except TargetError as exc:
+            log.warning("%s", exc)
+            return False
+        waited = int(self._grace + DELETE_WAIT)
+        log.warning("pod %s still exists %ss after its deletion", name, waited)
         return False
 
     def cleanup_orphans(self) -> int:
@@ -341,6 +348,9 @@ class KubernetesTarget(Target):
             ).items
         except ApiException as exc:
             log.warning("cannot list pods for orphan cleanup: %s", _reason(exc))
+            return 0
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("cannot list pods for orphan cleanup: %s", exc)
             return 0
         count = 0
         for pod in pods:
