@@ -120,3 +120,104 @@ def test_a_deleted_pod_makes_the_step_an_error_not_a_hang(kubernetes_harness):
     finally:
         target.cleanup(job)
     assert h.pods(job) == []
+
+
+# The Role the K8s deployment grants the agent (documented in targets/kubernetes.py).
+RBAC_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "list", "watch", "delete"]},
+    {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
+]
+
+
+@pytest.fixture
+def rbac_namespace(kubernetes_harness):
+    """A namespace enforcing the `restricted` Pod Security level, and a service account bound
+    to a Role with `rules` (set by the test); yields a factory for its API client."""
+    from kubernetes import client
+
+    h = kubernetes_harness
+    name = f"wfa-targets-rbac-{h.instance[-8:]}"
+    h.api.create_namespace(
+        {
+            "metadata": {
+                "name": name,
+                "labels": {"pod-security.kubernetes.io/enforce": "restricted"},
+            }
+        }
+    )
+    rbac = client.RbacAuthorizationV1Api(h.api_client)
+
+    def agent_client(rules: list[dict]) -> client.ApiClient:
+        sa = f"agent-{len(rules)}-{abs(hash(json.dumps(rules))) % 10**6}"
+        h.api.create_namespaced_service_account(name, {"metadata": {"name": sa}})
+        rbac.create_namespaced_role(name, {"metadata": {"name": sa}, "rules": rules})
+        rbac.create_namespaced_role_binding(
+            name,
+            {
+                "metadata": {"name": sa},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": sa},
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": name}],
+            },
+        )
+        token = h.api.create_namespaced_service_account_token(
+            sa, name, {"spec": {"expirationSeconds": 3600}}
+        ).status.token
+        conf = client.Configuration()
+        conf.host = h.api_client.configuration.host
+        conf.ssl_ca_cert = h.api_client.configuration.ssl_ca_cert
+        conf.api_key = {"authorization": f"Bearer {token}"}
+        return client.ApiClient(conf)
+
+    yield name, agent_client
+    h.api.delete_namespace(name, grace_period_seconds=0)
+
+
+def test_exactly_the_documented_rbac_is_enough_and_pods_pass_restricted(
+    kubernetes_harness, rbac_namespace
+):
+    """A job runs end to end as a service account holding only the documented verbs, in a
+    namespace that enforces the `restricted` Pod Security Standard."""
+    from workflow_agent.targets.kubernetes import KubernetesTarget
+
+    h = kubernetes_harness
+    ns, agent_client = rbac_namespace
+    api = agent_client(RBAC_RULES)
+    cfg = h.config(pull_image=False)
+    target = KubernetesTarget(cfg, h.instance, namespace=ns, env={}, api_client=api, grace=5)
+    job = h.job("echo hi > f", "cat f", timeout=120)
+    assert target.cleanup_orphans() == 0
+    target.prepare(job)
+    try:
+        res = run_steps(target, job)
+        assert [o.succeeded for o in res.outcomes] == [True, True]
+        assert res.lines[1] == ["hi"]
+    finally:
+        target.cleanup(job)
+    assert h.api.list_namespaced_pod(ns).items == []
+    # The namespace does enforce `restricted`: a pod without the defaults is refused.
+    from kubernetes.client.rest import ApiException
+
+    plain = {
+        "metadata": {"name": "not-restricted"},
+        "spec": {"containers": [{"name": "c", "image": JOB_IMAGE}]},
+    }
+    with pytest.raises(ApiException) as err:
+        h.api.create_namespaced_pod(ns, plain)
+    assert "violates PodSecurity" in str(err.value.body)
+
+
+def test_without_watch_prepare_fails_with_a_clear_error(kubernetes_harness, rbac_namespace):
+    from workflow_agent.targets.kubernetes import KubernetesTarget
+
+    h = kubernetes_harness
+    ns, agent_client = rbac_namespace
+    rules = [dict(RBAC_RULES[0], verbs=["create", "list", "delete"]), RBAC_RULES[1]]
+    target = KubernetesTarget(
+        h.config(pull_image=False), h.instance, namespace=ns, env={}, api_client=agent_client(rules)
+    )
+    job = h.job("true")
+    try:
+        with pytest.raises(TargetError, match=r"cannot watch pod .*: 403"):
+            target.prepare(job)
+    finally:
+        target.cleanup(job)

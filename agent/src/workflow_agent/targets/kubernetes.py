@@ -33,11 +33,12 @@ PULUMI_AGENT_DEBUG_POD (or `debug_keep_runner`) keeps it. **Orphans**: on start,
 **Job registry credentials** cannot be used here (that would need Secrets in the RBAC): give the
 worker service account an imagePullSecret instead; the agent logs a warning when a job has them.
 
-**RBAC** (namespaced Role, API group ""), exactly what this module calls:
+**RBAC** (namespaced Role, API group ""), exactly what this module calls, and what
+tests/targets/test_kubernetes.py runs a job with (in a namespace enforcing `restricted`):
 
-    pods:       create, get, list, watch, delete
-    pods/exec:  create, get    (websocket exec: `get` on clusters before 1.31's
-                                AuthorizePodWebsocketUpgradeCreatePermission, `create` after)
+    pods:       create, list, watch, delete
+    pods/exec:  create, get    (the websocket exec is authorized as `get` on clusters before
+                                1.31's AuthorizePodWebsocketUpgradeCreatePermission, `create` after)
 
 Nothing on pods/log or configmaps: logs arrive over exec, and worker-pod.json is a file
 (mounted from a ConfigMap by the deployment, not read through the API).
