@@ -8,6 +8,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" = 0 ] || die "must run as root"
+lock_cluster
 start=$(date +%s)
 
 owner=$(cat "$STABLE_DIR/owner" 2>/dev/null || true)
@@ -21,21 +22,36 @@ fi
 KUBE=$(bin_dir)/kube
 [ -x "$KUBE" ] || KUBE=""
 
-stop() { # name: TERM, then KILL after a grace period
-  local name=$1 pid
-  running "$name" || return 0
-  pid=$(pid_of "$name")
-  kill -TERM "$pid" 2>/dev/null
-  for _ in $(seq 1 40); do
-    [ -d "/proc/$pid" ] || break
-    sleep 0.25
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$K8S_DIR/run/$name.pid"
+# Ours and not yet exited (a zombie counts as gone: PID 1 here reaps adopted children late).
+alive() {
+  [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)" != Z ] &&
+    tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$K8S_DIR"
+}
+any_alive() {
+  local pid
+  for pid in "$@"; do alive "$pid" && return 0; done
+  return 1
 }
 
-stop kubelet
-stop kube-proxy
+stop() { # names...: TERM them all at once, KILL whatever is left after 15 s
+  local name pid pids=()
+  for name in "$@"; do
+    if running "$name"; then
+      pids+=("$(pid_of "$name")")
+      kill -TERM "$(pid_of "$name")" 2>/dev/null
+    fi
+    rm -f "$K8S_DIR/run/$name.pid"
+  done
+  for _ in $(seq 1 60); do
+    any_alive "${pids[@]}" || return 0
+    sleep 0.25
+  done
+  for pid in "${pids[@]}"; do
+    if alive "$pid"; then kill -KILL "$pid" 2>/dev/null; fi
+  done
+}
+
+stop kubelet kube-proxy
 if running containerd; then
   # Stopping every sandbox through CRI makes containerd run CNI DEL for it.
   [ -z "$KUBE" ] || "$KUBE" cri-reset "unix://$CONTAINERD_SOCK" >/dev/null || log "cri-reset reported errors"
@@ -54,7 +70,7 @@ fi
 for pid in $(pgrep -f -- "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK( |$)" || true); do
   kill -KILL "$pid" 2>/dev/null
 done
-for c in kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$c"; done
+stop kube-scheduler kube-controller-manager kube-apiserver etcd
 
 # Mounts below the state dir (rootfs overlays, sandbox shm, netns, pod volumes), deepest first.
 awk '{print $5}' /proc/self/mountinfo | grep -F "$K8S_DIR/" | sort -r | while read -r m; do

@@ -32,6 +32,15 @@ KUBELET_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_
 kernel.keys.root_maxkeys kernel.keys.root_maxbytes"
 COMPONENTS="etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy"
 
+# up.sh and down.sh hold this lock, so that two engineers' runs do not interleave. up.sh
+# calls down.sh itself, with WFA_K8S_LOCKED set.
+lock_cluster() {
+  [ -z "${WFA_K8S_LOCKED:-}" ] || return 0
+  exec 8>/run/lock/workflow-agent-k8s.lock
+  flock 8
+  export WFA_K8S_LOCKED=1
+}
+
 log() { echo "k8s: $*" >&2; }
 die() {
   echo "k8s: ERROR: $*" >&2

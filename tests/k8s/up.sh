@@ -13,6 +13,7 @@ WAIT=${WFA_K8S_WAIT:-300} # seconds per readiness wait; generous for a loaded 2-
 IMAGES=${WFA_K8S_IMAGES:-local/workflow-agent:latest local/workflow-emulator:latest local/workflow-job:latest}
 
 [ "$(id -u)" = 0 ] || die "must run as root (it starts containerd and the kubelet)"
+lock_cluster
 
 # --- one cluster per machine -------------------------------------------------------------
 mkdir -p "$STABLE_DIR"
@@ -39,9 +40,9 @@ fi
 BIN=$(bash "$K8S_SRC/build.sh")
 KUBE=$BIN/kube
 
-import_images() {
+import_images() { # images...
   local img
-  for img in $PAUSE_IMAGE $IMAGES; do
+  for img in "$@"; do
     if "$DOCKER" image inspect "$img" >/dev/null 2>&1; then
       bash "$K8S_SRC/import-image.sh" "$img"
     else
@@ -73,7 +74,8 @@ all_running() {
 if [ -d "$K8S_DIR/run" ]; then
   if all_running && node_ready; then
     log "cluster already up"
-    import_images
+    # shellcheck disable=SC2086  # a list of image names
+    import_images $IMAGES
     finish
     exit 0
   fi
@@ -128,7 +130,7 @@ start_daemon() { # name, command...
   shift
   # setsid: the daemons outlive this script (and make); not a process group leader, so
   # setsid execs in place and $! is the daemon's pid.
-  setsid "$@" >"$K8S_DIR/logs/$name.log" 2>&1 </dev/null &
+  setsid "$@" >"$K8S_DIR/logs/$name.log" 2>&1 </dev/null 8>&- &
   echo $! >"$K8S_DIR/run/$name.pid"
 }
 
@@ -210,7 +212,15 @@ start_daemon etcd "$KUBE" etcd --name wfa-k8s --data-dir "$K8S_DIR/etcd" \
   --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
   --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
   --initial-cluster wfa-k8s=http://127.0.0.1:2380 --unsafe-no-fsync --log-level warn
-wait_for etcd curl -fsS http://127.0.0.1:2379/health
+etcd_healthy() { # plain bash: curl may not be installed
+  exec 3<>/dev/tcp/127.0.0.1/2379 || return 1
+  printf 'GET /health HTTP/1.0\r\n\r\n' >&3
+  grep -q '"health":"true"' <&3
+  local rc=$?
+  exec 3>&-
+  return $rc
+}
+wait_for etcd etcd_healthy
 
 start_daemon kube-apiserver "$KUBE" kube-apiserver \
   --etcd-servers http://127.0.0.1:2379 --bind-address 0.0.0.0 --secure-port "$APISERVER_PORT" \
@@ -299,7 +309,7 @@ if [ "$("$DOCKER" image inspect -f '{{ index .Config.Labels "wfa-k8s.pause" }}' 
   "$DOCKER" build -q --label "wfa-k8s.pause=$BIN" -t "$PAUSE_IMAGE" -f "$ctx/Containerfile" "$ctx" >/dev/null
   rm -rf "$ctx"
 fi
-import_images
+import_images "$PAUSE_IMAGE"
 
 # --- kubelet and kube-proxy ---------------------------------------------------------------------
 for s in $KUBELET_SYSCTLS; do
@@ -354,6 +364,10 @@ iptables: {localhostNodePorts: false}
 nodePortAddresses: [primary] # NodePorts on the node IP only, not on eth0
 EOF
 start_daemon kube-proxy "$KUBE" kube-proxy --config "$K8S_DIR/kube-proxy.yaml"
+
+# While the node registers: the project's images (seconds each).
+# shellcheck disable=SC2086  # a list of image names
+import_images $IMAGES
 
 wait_for "node $NODE_NAME Ready" node_ready
 # Pods cannot be created before their namespace's default ServiceAccount exists.
