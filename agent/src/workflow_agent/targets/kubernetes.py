@@ -233,9 +233,13 @@ class KubernetesTarget(Target):
             return StepOutcome(None, "error", f"cannot exec in pod {state.name}: {exc}")
 
         def read(timeout: float):
-            if ws.is_open():
-                ws.update(timeout=timeout)
-            data = ws.read_channel(_STDOUT, 0) + ws.read_channel(_STDERR, 0)
+            try:
+                if ws.is_open():
+                    ws.update(timeout=timeout)
+                data = ws.read_channel(_STDOUT, 0) + ws.read_channel(_STDERR, 0)
+            except Exception as exc:  # a broken websocket ends the output like EOF
+                log.debug("exec stream of pod %s broke: %s", state.name, exc)
+                return _execpump.END
             if not data and not ws.is_open():
                 return _execpump.END
             return data
