@@ -134,11 +134,15 @@ class DockerTarget(Target):
             raise TargetError(
                 f"cannot start the job container from {job.image}: {_why(exc)}"
             ) from None
-        if state.container.status != "running":
-            tail = _logs_tail(state.container)
+        # "running" right after start may only be the init: prove /bin/sh runs in there.
+        ok = state.container.status == "running"
+        if ok:
+            ok = self._exec(state.container.id, ["/bin/sh", "-c", "exit 0"]) == 0
+        if not ok:
+            tail = _logs_tail(state.container) or "/bin/sh does not run"
             raise TargetError(
                 f"cannot start the job container from {job.image}: it exited at once "
-                f"(does the image have /bin/sh?): {tail or state.container.status}"
+                f"(does the image have /bin/sh?): {tail}"
             )
         log.info("job %s: container %s, work dir %s", job.job_id, name, jd.work)
 
