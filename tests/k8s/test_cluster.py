@@ -62,8 +62,10 @@ class Kubectl:
 @pytest.fixture(scope="module")
 def kubectl() -> Kubectl:
     kubeconfig = _kubeconfig()
-    if kubeconfig is None or not kubeconfig.exists():
+    if kubeconfig is None:
         pytest.skip(f"no cluster: KUBECONFIG unset and {STABLE_KUBECONFIG} missing (make k8s-up)")
+    if not kubeconfig.exists():
+        pytest.skip(f"no cluster: KUBECONFIG={kubeconfig} does not exist")
     binary = _kubectl_binary(kubeconfig)
     if binary is None:
         pytest.skip("no kubectl: set KUBECTL, or bring the cluster up with make k8s-up")
