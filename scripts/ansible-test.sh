@@ -20,9 +20,14 @@ mkdir -p ~/.ansible/test/cache
 cp tests/shims/get_pip.py ~/.ansible/test/cache/get_pip_${PIPV//./_}.py
 
 COLL=$STATE/ansible-test/ansible_collections/selfhosted/workflow_agent
-rm -rf "$COLL"; mkdir -p "$COLL"
-# Tracked and new (not ignored) files, as they are in the work tree.
-git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$COLL"
+rm -rf "$COLL" "$STATE/ansible-test/dist"; mkdir -p "$COLL" "$STATE/ansible-test/dist"
+# Exactly what the Galaxy tarball ships (galaxy.yml build_ignore keeps dev tooling out), plus
+# tests/unit, which the tarball ships too. The dev tooling is linted by ruff instead.
+ansible-galaxy collection build --force --output-path "$STATE/ansible-test/dist" . >/dev/null
+tar -xzf "$STATE"/ansible-test/dist/selfhosted-workflow_agent-*.tar.gz -C "$COLL"
+rm -f "$COLL/MANIFEST.json" "$COLL/FILES.json"
+cp galaxy.yml "$COLL/"
+printf 'tests/output/\n.ansible/\n' >"$COLL/.gitignore"  # else sanity lints its own venvs
 ( cd "$COLL" && git init -q && git add -A )
 cd "$COLL"
 case $what in

@@ -214,8 +214,9 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
         metrics=None,
-        env: Mapping[str, str] = os.environ,
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        env = os.environ if env is None else env
         self.cfg = cfg
         self.clock = clock or Clock()
         self.metrics = metrics

@@ -463,7 +463,7 @@ class _StrictLoader(yaml.SafeLoader):
 
 def _mapping_no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False):
     seen: set = set()
-    for key_node, _ in node.value:
+    for key_node, _value_node in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if isinstance(key, str) and key in seen:
             raise yaml.constructor.ConstructorError(
@@ -549,13 +549,14 @@ def env_overlay(env: os._Environ | dict) -> tuple[dict, dict[str, str]]:
 def load_config(
     path: str | Path | None = None,
     *,
-    env: os._Environ | dict = os.environ,
+    env: os._Environ | dict | None = None,
     cwd: str | Path | None = None,
     home: str | Path | None = None,
     exe_dir: str | Path | None = None,
     etc: str | Path = "/etc",
 ) -> LoadedConfig:
     """Find and read the config file, overlay PULUMI_AGENT_* variables, validate."""
+    env = os.environ if env is None else env
     searched: tuple[str, ...] = ()
     if path is None and env.get(ENV_PREFIX + "CONFIG"):
         path = env[ENV_PREFIX + "CONFIG"]

@@ -107,7 +107,7 @@ def _frac(v: int, prec: int) -> tuple[str, int]:
     """Go's fmtFrac: the fraction v/10**prec without trailing zeros, and the integer part."""
     digits = ""
     printed = False
-    for _ in range(prec):
+    for _digit in range(prec):
         d = v % 10
         printed = printed or d != 0
         if printed:

@@ -150,7 +150,7 @@ class JobRunner:
         metrics=None,
         health: Health | None = None,
         redactor: Redactor | None = None,
-        host_env: Mapping[str, str] = os.environ,
+        host_env: Mapping[str, str] | None = None,
         withheld: Callable[[], Iterable[str]] = lambda: (),
     ) -> None:
         self.cfg = cfg
@@ -161,7 +161,7 @@ class JobRunner:
         self.metrics = metrics
         self.health = health
         self.redactor = redactor or Redactor()
-        self.host_env = host_env
+        self.host_env = os.environ if host_env is None else host_env
         self.withheld = withheld
 
     def touch(self) -> None:

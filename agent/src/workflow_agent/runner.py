@@ -36,7 +36,8 @@ EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 HTTP_HOST_ENV = "WORKFLOW_AGENT_HTTP_HOST"  # env-only: bind address of the local HTTP server
 
 
-def instance_name(env=os.environ) -> str:
+def instance_name(env=None) -> str:
+    env = os.environ if env is None else env
     return env.get("WORKFLOW_AGENT_INSTANCE") or f"{socket.gethostname()}-{os.getpid()}"
 
 

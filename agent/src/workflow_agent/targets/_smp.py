@@ -62,8 +62,9 @@ _OBJECT_META = {
 POD = {"metadata": Field(schema=_OBJECT_META), "spec": Field(schema=_POD_SPEC)}
 
 
-def merge(original: dict, patch: dict, schema: dict = POD, path: str = "") -> dict:
+def merge(original: dict, patch: dict, schema: dict | None = None, path: str = "") -> dict:
     """Apply `patch` to a copy of `original`; PatchError names the field on bad input."""
+    schema = POD if schema is None else schema
     if not isinstance(patch, dict):
         raise PatchError(f"{path or 'patch'}: expected an object")
     return _merge_map(copy.deepcopy(original), copy.deepcopy(patch), schema, path)

@@ -254,7 +254,7 @@ class DockerTarget(Target):
         try:
             exec_id = self._client.api.exec_create(cid, argv)["Id"]
             self._client.api.exec_start(exec_id)  # returns once the command's output has ended
-            for _ in range(50):
+            for _attempt in range(50):
                 info = self._client.api.exec_inspect(exec_id)
                 if not info.get("Running"):
                     return info.get("ExitCode")

@@ -99,7 +99,7 @@ class KubernetesTarget(Target):
         instance: str,
         *,
         namespace: str | None = None,
-        env: Mapping[str, str] = os.environ,
+        env: Mapping[str, str] | None = None,
         api_client: client.ApiClient | None = None,
         grace: float = GRACE_SECONDS,
         start_timeout: float = START_TIMEOUT,
@@ -108,7 +108,7 @@ class KubernetesTarget(Target):
         self._instance = instance
         self._grace = grace
         self._start_timeout = start_timeout
-        self._settings = _k8spod.Settings.from_env(env)
+        self._settings = _k8spod.Settings.from_env(os.environ if env is None else env)
         default_ns = "default"
         if api_client is None:
             api_client, default_ns = _load_config()
@@ -427,7 +427,7 @@ def _load_config() -> tuple[client.ApiClient, str]:
         pass
     try:
         config.load_kube_config(client_configuration=conf)
-        _, active = config.list_kube_config_contexts()
+        _contexts, active = config.list_kube_config_contexts()
         ns = (active or {}).get("context", {}).get("namespace") or "default"
         return client.ApiClient(conf), ns
     except (config.ConfigException, OSError, TypeError) as exc:
