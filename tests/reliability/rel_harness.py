@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
-sys.path.insert(0, str(REPO / "agent" / "tests" / "targets"))
+sys.path.append(str(REPO / "tests" / "integration"))
+sys.path.append(str(REPO / "agent" / "tests" / "targets"))
 
 from agent_harness import (  # noqa: E402
     WAIT,

@@ -229,7 +229,7 @@ def test_a_huge_retry_after_on_an_empty_poll_does_not_stop_polling(agents, tmp_p
         wait_for(lambda: server.left("poll") == 0, what="the answer used")
         wait_for(
             lambda: len(server.seen("GET", "/api/deployments/poll")) >= 2,
-            timeout=WAIT,
+            timeout=60,
             what="a poll after the huge Retry-After",
         )
         stop_cleanly(agent)
