@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # `make demo`: the main job. An emulator and 3 systemd container "hosts" on one docker network,
-# the collection's rollout playbook with a pool target of 6 (2 agents per host), 12 jobs, and a
-# summary of who ran what. Everything stays up; `make demo-down` removes it.
+# the collection (installed from its tarball) rolls out a pool of 6 agents over them with its
+# rollout playbook (2 per host), then 12 jobs run and a table shows who ran what. Everything
+# stays up; `make demo-down` removes it. A second `make demo` changes nothing (changed=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
 DEMO=$STATE/demo
-NET=wfa-demo
-EMU=wfa-demo-emulator
-HOSTS=(wfa-demo-1 wfa-demo-2 wfa-demo-3)
+# Container names: wfa-demo-* for the default STATE, <state name>-demo-* otherwise, so two
+# people's demos on one machine do not collide.
+if [ "$STATE" = /var/tmp/workflow-agent-dev ]; then P=wfa-demo; else P=$(basename "$STATE")-demo; fi
+NET=$P
+EMU=$P-emulator
+HOSTS=("$P-1" "$P-2" "$P-3")
+# Pipelining: fewer round trips per task; profile_tasks: a clock on every task as it runs.
+export ANSIBLE_PIPELINING=1 ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 down() {
@@ -20,23 +26,26 @@ down() {
 }
 
 up() {
+  t0=$(date +%s)
   mkdir -p "$DEMO"; chmod 700 "$DEMO"
   step "Building the collection and installing it from its tarball"
   bash scripts/galaxy.sh >"$DEMO/galaxy.log" 2>&1 || { tail -n 30 "$DEMO/galaxy.log"; exit 1; }
   export ANSIBLE_COLLECTIONS_PATH=$STATE/collections
-  echo "installed at $ANSIBLE_COLLECTIONS_PATH"
+  echo "installed at $ANSIBLE_COLLECTIONS_PATH (log: $DEMO/galaxy.log)"
 
   step "Starting the service emulator"
-  [ -s "$DEMO/pool-token" ] || { umask 077; printf 'pul-%s' "$(openssl rand -hex 20)" >"$DEMO/pool-token"; }
-  [ -s "$DEMO/admin-token" ] || { umask 077; openssl rand -hex 20 >"$DEMO/admin-token"; }
+  [ -s "$DEMO/pool-token" ] || (umask 077; printf 'pul-%s' "$(openssl rand -hex 20)" >"$DEMO/pool-token")
+  [ -s "$DEMO/admin-token" ] || (umask 077; openssl rand -hex 20 >"$DEMO/admin-token")
   docker network inspect "$NET" >/dev/null 2>&1 || docker network create "$NET" >/dev/null
   if ! docker container inspect "$EMU" >/dev/null 2>&1; then
     # Tokens reach the container through an env file, never argv.
-    printf 'EMULATOR_SEED_TOKEN=%s\nEMULATOR_ADMIN_TOKEN=%s\n' "$(cat "$DEMO/pool-token")" "$(cat "$DEMO/admin-token")" >"$DEMO/emulator.env"
+    (umask 077; printf 'EMULATOR_SEED_TOKEN=%s\nEMULATOR_ADMIN_TOKEN=%s\n' \
+      "$(cat "$DEMO/pool-token")" "$(cat "$DEMO/admin-token")" >"$DEMO/emulator.env")
     docker run -d --name "$EMU" --network "$NET" --env-file "$DEMO/emulator.env" local/workflow-emulator:latest >/dev/null
   fi
   EMU_URL="http://$(docker inspect -f "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" "$EMU"):8080"
-  for _ in $(seq 1 50); do curl -fsS "$EMU_URL/metrics" >/dev/null 2>&1 && break; sleep 0.2; done
+  for _ in $(seq 1 100); do curl -fsS "$EMU_URL/metrics" >/dev/null 2>&1 && break; sleep 0.3; done
+  curl -fsS "$EMU_URL/metrics" >/dev/null || { echo "the emulator does not answer; docker logs $EMU:"; docker logs "$EMU" | tail; exit 1; }
   echo "emulator at $EMU_URL (inside the network: http://$EMU:8080)"
 
   step "Starting 3 systemd container hosts"
@@ -46,7 +55,10 @@ up() {
       -v /sys/fs/cgroup:/sys/fs/cgroup:rw --tmpfs /run --tmpfs /run/lock --tmpfs /tmp \
       local/debian12-systemd:latest /sbin/init >/dev/null
   done
-  for h in "${HOSTS[@]}"; do docker exec "$h" systemctl is-system-running --wait >/dev/null 2>&1 || true; echo "$h: $(docker exec "$h" systemctl is-system-running)"; done
+  for h in "${HOSTS[@]}"; do
+    docker exec "$h" systemctl is-system-running --wait >/dev/null 2>&1 || true
+    echo "$h: $(docker exec "$h" systemctl is-system-running)"
+  done
 
   step "Rolling out a pool of 6 over 3 hosts (selfhosted.workflow_agent.rollout)"
   cat >"$DEMO/inventory.yml" <<INV
@@ -55,6 +67,7 @@ workflow_agents:
 $(for h in "${HOSTS[@]}"; do echo "    $h:"; done)
   vars:
     ansible_connection: community.docker.docker
+    ansible_python_interpreter: /usr/bin/python3
     workflow_agent_pool_target: 6
     workflow_agent_service_url: http://$EMU:8080
     workflow_agent_token: "{{ lookup('ansible.builtin.file', '$DEMO/pool-token') }}"
@@ -62,13 +75,17 @@ $(for h in "${HOSTS[@]}"; do echo "    $h:"; done)
     workflow_agent_polling_interval: 2s
     workflow_agent_job_status_loop_interval: 5s
 INV
-  ansible-playbook -i "$DEMO/inventory.yml" selfhosted.workflow_agent.rollout | tee "$DEMO/rollout.log"
+  ansible-playbook -i "$DEMO/inventory.yml" selfhosted.workflow_agent.rollout 2>&1 | tee "$DEMO/rollout.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "the rollout failed (log: $DEMO/rollout.log)"; exit 1; }
+  changed=$(awk '/PLAY RECAP/{r=1; next} r && /changed=/{split($0, a, "changed="); split(a[2], b, " "); s+=b[1]} END{print s+0}' "$DEMO/rollout.log")
+  if [ "$changed" = 0 ]; then echo "rollout: changed=0 on every host (nothing to do: idempotent)";
+  else echo "rollout: $changed change(s) (a second 'make demo' reports changed=0)"; fi
 
   step "Enqueueing 12 jobs"
-  python3 scripts/demo_jobs.py --url "$EMU_URL" --admin-token-file "$DEMO/admin-token" --jobs 12
+  python3 scripts/demo_jobs.py --url "$EMU_URL" --admin-token-file "$DEMO/admin-token" --jobs 12 --agents 6
 
   echo
-  echo "Everything is still running. Tear it down with:  make demo-down"
+  echo "Done in $(( $(date +%s) - t0 ))s. Everything is still running. Tear it down with:  make demo-down"
 }
 
 case ${1:-up} in

@@ -11,7 +11,7 @@ import urllib.request
 
 def call(url: str, token: str, method: str = "GET", body: dict | None = None) -> dict:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
+    req = urllib.request.Request(url, data=data, method=method)  # noqa: S310 (the local emulator)
     req.add_header("Authorization", f"Bearer {token}")
     req.add_header("Content-Type", "application/json")
     with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 (the local emulator)
@@ -23,6 +23,7 @@ def main() -> int:
     p.add_argument("--url", required=True)
     p.add_argument("--admin-token-file", required=True)
     p.add_argument("--jobs", type=int, default=12)
+    p.add_argument("--agents", type=int, default=0, help="how many agents should share the jobs")
     p.add_argument("--timeout", type=float, default=300)
     a = p.parse_args()
     token = pathlib.Path(a.admin_token_file).read_text().strip()
@@ -30,7 +31,7 @@ def main() -> int:
     for i in range(1, a.jobs + 1):
         job = {
             "steps": [
-                {"name": "build", "run": f'echo "job {i} building on $(hostname)"; sleep 2'},
+                {"name": "build", "run": f'echo "job {i} building on $(hostname)"; sleep 4'},
                 {"name": "deploy", "run": f'echo "job {i} deployed"'},
             ]
         }
@@ -56,13 +57,20 @@ def main() -> int:
     for j in jobs:
         table[j.get("agent") or "-"][j["status"]] += 1
     print()
-    print(f"{'host':<14} {'instance':<9} {'jobs run':>8}  result")
+    rows = []
     for agent in sorted(table):
         host, _, inst = agent.partition("/")
         res = ", ".join(f"{n} {s}" for s, n in sorted(table[agent].items()))
-        print(f"{host:<14} {inst:<9} {sum(table[agent].values()):>8}  {res}")
+        rows.append((host, inst, str(sum(table[agent].values())), res))
+    hw = max([len("host")] + [len(r[0]) for r in rows])
+    iw = max([len("instance")] + [len(r[1]) for r in rows])
+    print(f"{'host':<{hw}}  {'instance':<{iw}}  {'jobs run':>8}  result")
+    for host, inst, n, res in rows:
+        print(f"{host:<{hw}}  {inst:<{iw}}  {n:>8}  {res}")
     ok = counts.get("succeeded", 0)
     print(f"\n{ok}/{len(jobs)} jobs succeeded on {len(table)} agents")
+    if a.agents and len(table) < a.agents:
+        print(f"(fewer than {a.agents} agents took a job this time: the pollers decide who claims)")
     return 0 if ok == len(jobs) else 1
 
 
