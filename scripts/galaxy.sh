@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 . .venv/bin/activate
 STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
 DIST=$STATE/dist; INSTALLED=$STATE/collections
-rm -rf "$DIST" "$INSTALLED"; mkdir -p "$DIST" "$INSTALLED"
+# galaxy-smoke too: the smoke play asserts that it writes a new config file.
+rm -rf "$DIST" "$INSTALLED" "$STATE/galaxy-smoke"; mkdir -p "$DIST" "$INSTALLED"
 ansible-galaxy collection build --force --output-path "$DIST" .
 tarball=$(ls "$DIST"/selfhosted-workflow_agent-*.tar.gz)
 echo "-- tarball: $(du -h "$tarball" | cut -f1) $(tar -tzf "$tarball" | wc -l) files"
