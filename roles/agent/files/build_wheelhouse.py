@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build (or reuse) the agent's wheelhouse for one target platform, on the Ansible controller.
 
 The role runs this with the controller's Python (`ansible_playbook_python`). It builds the agent
@@ -203,7 +202,8 @@ def build(args: argparse.Namespace, key: str, version: str, pins: dict[str, str]
         if not batch:
             break
         before = set(os.listdir(out))
-        names = sorted({n for n, _ in batch} - {canonicalize_name(_wheel_name(f)) for f in before})
+        have = {canonicalize_name(_wheel_name(f)) for f in before}
+        names = sorted({n for n, _extras in batch} - have)
         if names:
             cmd = pip_base(args) + [
                 "download",
