@@ -104,6 +104,8 @@ def _play(work: Path, playbook: str, log: str, serial: str = SERIAL) -> dict:
         "ANSIBLE_FORKS": str(FORKS),
         "ANSIBLE_HOST_KEY_CHECKING": "false",
         "ANSIBLE_NOCOLOR": "1",
+        # Timings per task (on every play, the baseline too, so both carry the same cost).
+        "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks",
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
     }
     cmd = [
@@ -119,7 +121,40 @@ def _play(work: Path, playbook: str, log: str, serial: str = SERIAL) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"{playbook} failed (rc {proc.returncode}); see {work / log}")
     changed = sum(int(n) for n in re.findall(r"changed=(\d+)", proc.stdout))
-    return {"seconds": round(seconds, 1), "changed": changed}
+    tasks = _task_seconds(proc.stdout)
+    return {
+        "seconds": round(seconds, 1),
+        "changed": changed,
+        "task_runs": sum(n for n, _ in tasks.values()),
+        "slowest_tasks_s": {k: round(t, 1) for k, (_, t) in list(tasks.items())[:10]},
+    }
+
+
+_HEADER = re.compile(r"^(?:TASK|RUNNING HANDLER) \[(.*?)\]|^TASKS RECAP")
+_ELAPSED = re.compile(r"\((\d+):(\d+):(\d+(?:\.\d+)?)\)")
+
+
+def _task_seconds(output: str) -> dict[str, tuple[int, float]]:
+    """{task: (runs, total seconds)} over all batches, slowest first. profile_tasks prints,
+    under each task header (and under TASKS RECAP), how long the previous task took."""
+    totals: dict[str, list] = {}
+    last = pending = None
+    expect = False
+    for line in output.splitlines():
+        header = _HEADER.match(line)
+        if header:
+            pending, last, expect = last, header.group(1), True
+            continue
+        elapsed = _ELAPSED.search(line) if expect else None
+        if elapsed:
+            expect = False
+            h, m, sec = elapsed.groups()
+            if pending:
+                entry = totals.setdefault(pending, [0, 0.0])
+                entry[0] += 1
+                entry[1] += int(h) * 3600 + int(m) * 60 + float(sec)
+    ordered = sorted(totals.items(), key=lambda kv: -kv[1][1])
+    return {k: (v[0], v[1]) for k, v in ordered}
 
 
 def run() -> dict:
