@@ -149,3 +149,11 @@ def test_bad_agent_setting_names_the_key(tmp_path, debian12):
     out = failure(apply_role(tmp_path, debian12, workflow_agent_polling_interval="soon"))
     assert "config.polling_interval" in out
     assert TOKEN not in out
+
+
+def test_docker_target_without_docker(tmp_path, debian12):
+    """The docker target needs Docker on the host; the role says so before installing."""
+    out = failure(apply_role(tmp_path, debian12, workflow_agent_deploy_target="docker"))
+    assert "uses deploy_target docker, but this host has no 'docker' group" in out
+    rc = subprocess.run([DOCKER, "exec", debian12, "test", "-e", "/opt/workflow-agent"]).returncode
+    assert rc != 0, "the agent was installed anyway"

@@ -1,7 +1,7 @@
 """Two instances on one systemd host, after converge and an idempotent second run."""
 
 import pytest
-from wfa_testlib import CONFIG_DIR, healthz, hosts, instances, journal_tail, show, unit
+from wfa_testlib import CONFIG_DIR, EPHEMERAL, healthz, hosts, instances, journal_tail, show, unit
 
 testinfra_hosts = hosts()
 PORT_BASE = 8080
@@ -102,3 +102,21 @@ def test_a_job_runs_on_each_instance(host, emulator):
     for jobs in ran.values():
         # process target: the job ran as the agent's unprivileged user
         assert jobs[0]["steps"][0]["logs"] == ["ran as workflow-agent"]
+
+
+def test_proxy_and_ca_bundle_reach_the_agents(host):
+    ca = (EPHEMERAL / "ca.pem").read_text()
+    bundle = host.file(f"{CONFIG_DIR}/ca-bundle.pem")
+    assert bundle.content_string.strip() == ca.strip()
+    assert f"ca_bundle: {CONFIG_DIR}/ca-bundle.pem" in host.check_output(f"cat {CONFIG_DIR}/1.yaml")
+    pid = show(host, "1", "MainPID")["MainPID"]
+    env = dict(
+        line.split("=", 1)
+        for line in host.check_output(f"tr '\\0' '\\n' < /proc/{pid}/environ").splitlines()
+        if "=" in line
+    )
+    assert env["HTTPS_PROXY"] == env["https_proxy"] == "http://proxy.invalid:3128"
+    assert env["NO_PROXY"] == "localhost,127.0.0.1"
+    # The environment file holding them is root's alone (proxy URLs may carry credentials).
+    envfile = host.file(f"{CONFIG_DIR}/environment")
+    assert envfile.user == "root" and envfile.mode == 0o600
