@@ -79,9 +79,15 @@ if [ "$have" = "$hash" ]; then
   exit 0
 fi
 
+old_id=$($DOCKER image inspect -f '{{.Id}}' "$IMAGE:$VERSION" 2>/dev/null || true)
 echo "agent image: building $IMAGE:$VERSION from $BASE"
-$DOCKER build -q --label "workflow-agent.hash=$hash" \
+# BuildKit: the build stage stays in the build cache instead of as an untagged image.
+DOCKER_BUILDKIT=1 $DOCKER build -q --label "workflow-agent.hash=$hash" \
   --build-arg "BASE_IMAGE=$BASE" --build-arg "VERSION=$VERSION" --build-arg "SOURCE=$SOURCE" \
   -t "$IMAGE:$VERSION" -t "$IMAGE:latest" -f "$ctx/Containerfile" "$ctx" >/dev/null
+# The image this one replaces, now untagged, is ours to remove (unless a container uses it).
+if [ -n "$old_id" ] && [ "$($DOCKER image inspect -f '{{len .RepoTags}}' "$old_id" 2>/dev/null)" = 0 ]; then
+  $DOCKER rmi "$old_id" >/dev/null 2>&1 || true
+fi
 size=$($DOCKER image inspect -f '{{.Size}}' "$IMAGE:$VERSION")
 echo "agent image: $IMAGE:$VERSION built ($((size / 1000000)) MB)"

@@ -7,11 +7,16 @@ runs the current source. Containers and the network are named wfa-k8simg-<random
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -217,3 +222,57 @@ def test_sigterm_drains_and_exits_0(setup):
     state = json.loads(docker("inspect", "-f", "{{json .State}}", name).stdout)
     assert state["ExitCode"] == 0, docker("logs", name).stderr[-2000:]
     assert state["OOMKilled"] is False
+
+
+def test_containerfile_builds_from_a_package_index_without_a_wheelhouse(image, tmp_path):
+    """Elsewhere, without a host-built wheelhouse, the build stage makes the wheelhouse itself
+    from a package index: `docker build -f Containerfile .` at the repository root (the root
+    .dockerignore keeps the context small). HTTPS from build containers fails on this machine,
+    so the index is a local PEP 503 directory served over HTTP on the host (the build runs with
+    --network host), holding the same pinned wheels plus setuptools for the isolated build."""
+    state = Path(os.environ.get("WORKFLOW_AGENT_STATE", "/var/tmp/workflow-agent-dev"))
+    caches = sorted((state / "agent-image").glob("wheels-*/.done"), key=lambda p: p.stat().st_mtime)
+    assert caches, "scripts/build-agent-image.sh left no dependency wheels"
+    flat = tmp_path / "flat"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--dest", str(flat),
+         "setuptools>=77"],
+        check=True, timeout=600,
+    )  # fmt: skip
+    simple = tmp_path / "index" / "simple"
+    for wheel in [*caches[-1].parent.glob("*.whl"), *flat.glob("*.whl")]:
+        project = re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
+        (simple / project).mkdir(parents=True, exist_ok=True)
+        shutil.copy(wheel, simple / project / wheel.name)
+    served: list[str] = []
+
+    class Index(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # record, do not print
+            served.append(self.path)
+
+    handler = functools.partial(Index, directory=str(tmp_path / "index"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    tag = f"wfa-k8simg-index:{secrets.token_hex(3)}"
+    try:
+        # BuildKit, so that the build stage leaves no untagged image behind.
+        build = docker(
+            "build", "--progress", "plain", "--network", "host", "-f", "Containerfile",
+            "--build-arg", "BASE_IMAGE=local/debian12-plain:latest",
+            "--build-arg", f"PIP_INDEX_URL=http://127.0.0.1:{server.server_port}/simple/",
+            "-t", tag, str(REPO),
+            check=False, timeout=1800, env={**os.environ, "DOCKER_BUILDKIT": "1"},
+        )  # fmt: skip
+        log = build.stdout + build.stderr
+        assert build.returncode == 0, log[-5000:]
+        # The root .dockerignore keeps the context to what the Containerfile copies.
+        size = re.search(r"transferring context: ([\d.]+)([kMG]?B)", log)
+        assert size and size.group(2) in ("B", "kB"), log[:2000]
+        # The build stage took the dependencies and setuptools from the index.
+        assert {"/simple/pydantic/", "/simple/kubernetes/", "/simple/setuptools/"} <= set(served)
+        out = docker("run", "--rm", tag, "workflow-agent", "version").stdout
+        assert out.startswith(f"workflow-agent {agent_version()} ")
+        docker("run", "--rm", tag, "python", "-c", "import docker, kubernetes.client")
+    finally:
+        server.shutdown()
+        docker("rmi", tag, check=False)
