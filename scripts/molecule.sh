@@ -16,11 +16,17 @@ scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
   mapfile -t scenarios < <(ls molecule/*/molecule.yml | xargs -n1 dirname | xargs -n1 basename)
 fi
-rc=0
+rc=0; npass=0; nfail=0
 for s in "${scenarios[@]}"; do
   echo "-- molecule test -s $s"
   t0=$(date +%s)
-  if MOLECULE_EPHEMERAL_DIRECTORY=$STATE/molecule/$s molecule test -s "$s"; then res=passed; else res=FAILED; rc=1; fi
+  if MOLECULE_EPHEMERAL_DIRECTORY=$STATE/molecule/$s molecule test -s "$s"; then
+    res=passed; npass=$((npass + 1))
+  else
+    res=FAILED; nfail=$((nfail + 1)); rc=1
+  fi
   echo "molecule $s: $res in $(( $(date +%s) - t0 ))s"
 done
+# The stage's summary line (scripts/stage.sh picks the last "N passed" line).
+echo "molecule scenarios: $npass passed, $nfail failed"
 exit $rc
