@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -43,11 +44,28 @@ def container(image: str, flags: list[str], command: list[str]) -> str:
     return name
 
 
-@pytest.fixture(scope="module")
-def debian12():
+def systemd_host():
     name = container("local/debian12-systemd:latest", SYSTEMD_FLAGS, ["/sbin/init"])
     boot = [DOCKER, "exec", name, "systemctl", "is-system-running", "--wait"]
-    subprocess.run(boot, capture_output=True, check=False)
+    for _ in range(60):  # systemd's bus may not be up yet right after the start
+        state = subprocess.run(boot, capture_output=True, text=True).stdout.strip()
+        if state in ("running", "degraded"):
+            break
+        time.sleep(1)
+    return name
+
+
+@pytest.fixture(scope="module")
+def debian12():
+    name = systemd_host()
+    yield name
+    subprocess.run([DOCKER, "rm", "-f", name], capture_output=True)
+
+
+@pytest.fixture
+def debian12_with_docker_group():
+    name = systemd_host()
+    subprocess.run([DOCKER, "exec", name, "groupadd", "--system", "docker"], check=True)
     yield name
     subprocess.run([DOCKER, "rm", "-f", name], capture_output=True)
 
@@ -157,3 +175,30 @@ def test_docker_target_without_docker(tmp_path, debian12):
     assert "uses deploy_target docker, but this host has no 'docker' group" in out
     rc = subprocess.run([DOCKER, "exec", debian12, "test", "-e", "/opt/workflow-agent"]).returncode
     assert rc != 0, "the agent was installed anyway"
+
+
+def test_docker_target_joins_the_docker_group(tmp_path, debian12_with_docker_group):
+    """With Docker's group on the host, the agent's user joins it (instances left stopped:
+    this container has no Docker engine for the docker target to reach)."""
+    debian12 = debian12_with_docker_group
+    run = apply_role(
+        tmp_path,
+        debian12,
+        workflow_agent_deploy_target="docker",
+        workflow_agent_service_state="stopped",
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    groups = subprocess.run(
+        [DOCKER, "exec", debian12, "id", "-nG", "workflow-agent"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "docker" in groups
+    unit = subprocess.run(
+        [DOCKER, "exec", debian12, "systemctl", "cat", "workflow-agent@1.service"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "After=network-online.target docker.service" in unit
