@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 ACTIVATE := . $(VENV)/bin/activate &&
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule demo demo-down bench soak k8s-up k8s-down clean
+.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule k8s demo demo-down bench soak k8s-up k8s-down clean
 
 help:
 	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
@@ -31,6 +31,7 @@ images: engine
 	bash scripts/images.sh
 	bash scripts/build-job-image.sh
 	bash tests/emulator/build-image.sh
+	bash scripts/build-agent-image.sh
 
 bootstrap: venv images
 
@@ -44,13 +45,18 @@ units: venv
 	bash scripts/stage.sh units -- bash scripts/ansible-test.sh units
 
 pytest: bootstrap
-	bash scripts/stage.sh pytest -- $(ACTIVATE) pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/pytest.xml agent/tests tests/emulator/tests tests/integration
+	bash scripts/stage.sh pytest -- $(ACTIVATE) pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/pytest.xml agent/tests tests/emulator/tests tests/integration tests/reliability
 
 galaxy: venv
 	bash scripts/stage.sh galaxy -- bash scripts/galaxy.sh
 
+# Docker scenarios; the `kind` scenario runs in the k8s stage (or: make molecule SCENARIOS=kind).
+MOLECULE_DOCKER := default check_mode multi_instance uninstall upgrade scale
 molecule: bootstrap galaxy
-	bash scripts/stage.sh molecule -- bash scripts/molecule.sh $(SCENARIOS)
+	bash scripts/stage.sh molecule -- bash scripts/molecule.sh $(or $(SCENARIOS),$(MOLECULE_DOCKER))
+
+k8s: bootstrap galaxy
+	bash scripts/stage.sh k8s -- bash scripts/k8s-stage.sh
 
 test:
 	bash scripts/test.sh

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The Kubernetes stage of `make test`: the tests/k8s cluster (built from pinned Kubernetes Go
+# modules; reused when one is already up), its proof tests, the kubernetes target's tests on it,
+# and the Molecule `kind` scenario. Takes the cluster down again only if this stage brought it up.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+K8S=/var/tmp/workflow-agent-k8s
+. .venv/bin/activate
+was_up=0
+if [ -x "$K8S/kubectl" ] && "$K8S/kubectl" --kubeconfig "$K8S/kubeconfig" get --raw /readyz >/dev/null 2>&1; then
+  was_up=1
+fi
+bash tests/k8s/up.sh || exit 1
+export KUBECONFIG=$K8S/kubeconfig
+rc=0
+pytest -q -p no:cacheprovider --junitxml="$STATE/junit/k8s.xml" \
+  tests/k8s agent/tests/targets/test_kubernetes.py || rc=1
+pytest -q -p no:cacheprovider --junitxml="$STATE/junit/k8s-contract.xml" \
+  agent/tests/targets/test_contract.py -k kubernetes || rc=1
+bash scripts/molecule.sh kind || rc=1
+if [ "$was_up" = 0 ]; then bash tests/k8s/down.sh || rc=1; fi
+exit $rc
