@@ -91,6 +91,14 @@ def docker_inspections(instance: str) -> dict[str, bytes]:
     return {f"docker inspect {c.name}": json.dumps(c.attrs).encode() for c in containers}
 
 
+def job_environments(case: Case) -> dict[str, bytes]:
+    """What the running job's processes (process target) or container (docker) hold."""
+    found = process_environments(case.agent.dir / "jobs")
+    if "docker" in case.agent.name:
+        found.update(docker_inspections(case.agent.name))
+    return found
+
+
 def files_under(root: Path, skip: Path) -> dict[Path, bytes]:
     out = {}
     for path in root.rglob("*"):
@@ -133,22 +141,15 @@ def run_and_scan(emu, agents, tmp_path, cases: list[Case], extra_secrets: dict[s
                     "credentials": {"username": "u", "password": {"secret": REGISTRY_PASSWORD}},
                 },
             )
-        # While every job runs (held by its gate): ps, job environments, files.
+        # While every job's step runs (held by its gate): job environments, ps, files.
         for case in cases:
-            wait_for(lambda c=case: emu.job(c.job)["status"] == "running", what="job running")
-        wait_for(
-            lambda: all(list((c.agent.dir / "jobs").glob("*/work")) for c in cases),
-            what="job dirs",
-        )
+            case.snapshots.update(
+                wait_for(lambda c=case: job_environments(c), what=f"{case.agent.name} job running")
+            )
         ps = subprocess.run(["ps", "-eww", "-o", "pid=,args="], capture_output=True, check=True)
         files = files_under(tmp_path, skip=emu.dir)
         for case in cases:
-            jobs_dir = case.agent.dir / "jobs"
-            case.snapshots.update(process_environments(jobs_dir))
-            if "docker" in case.agent.name:
-                case.snapshots.update(docker_inspections(case.agent.name))
-            assert case.snapshots, f"{case.agent.name}: no job environment seen"
-            for work in jobs_dir.glob("*/work"):
+            for work in (case.agent.dir / "jobs").glob("*/work"):
                 (work / "gate").touch()
         done = {j["id"]: j for j in emu.wait_jobs([c.job for c in cases], timeout=WAIT)}
         metrics = {
