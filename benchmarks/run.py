@@ -284,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown section(s): {', '.join(unknown)}")
     benchlib.STATE.mkdir(parents=True, exist_ok=True)
     has_docker = docker_ok()
+    described = benchlib.machine()  # before the run: the load average then says how busy it was
     started = time.time()
     results: dict = {}
     runners = {
@@ -308,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     body = rows(results)
     header = ["Figure", "Value", "Baseline (same run)", "Ratio", "Goal", "Verdict"]
     report = {
-        "machine": benchlib.machine(),
+        "machine": {**described, "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
         "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
         "duration_s": round(time.time() - started, 1),
         "args": vars(args),
@@ -319,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     m = report["machine"]
     print(
         f"\nMachine: {m['cpu']}, {m['cores']} cores, {m['memory']}, kernel {m['kernel']}, "
-        f"{m['os']}, Python {m['python']}, Docker {m['docker']}, load {m['load_average_at_start']}"
+        f"{m['os']}, Python {m['python']}, Docker {m['docker']}, "
+        f"load {m['load_average_at_start']} → {m['load_average_at_end']}"
     )
     print(table(header, body))
     for note in report["notes"]:
