@@ -14,7 +14,7 @@ help:
 	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
 	@echo "make demo-down  tear the demo down"
 	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule)"
-	@echo "make lint | sanity | units | pytest | galaxy | molecule | bench | k8s-up | k8s-down"
+	@echo "make lint | sanity | units | pytest | galaxy | molecule | k8s | bench | soak | k8s-up | k8s-down"
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements/dev.in requirements/constraints.txt agent/pyproject.toml tests/emulator/pyproject.toml
@@ -69,6 +69,10 @@ demo-down:
 
 bench: bootstrap
 	$(ACTIVATE) python benchmarks/run.py
+
+# Long variants of the reliability suite (10,000 jobs over 50 agents; chaos).
+soak: bootstrap
+	bash scripts/stage.sh soak -- $(ACTIVATE) WFA_SOAK=1 pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/soak.xml tests/reliability/test_claims.py tests/reliability/test_chaos.py
 
 k8s-up: engine
 	bash tests/k8s/up.sh

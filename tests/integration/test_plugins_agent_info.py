@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import socket
 
-from conftest import WAIT, wait_for
+from agent_harness import WAIT, wait_for
 from test_plugins_common import run_play
 
 
