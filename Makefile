@@ -45,7 +45,7 @@ units: venv
 	bash scripts/stage.sh units -- bash scripts/ansible-test.sh units
 
 pytest: bootstrap
-	bash scripts/stage.sh pytest -- $(ACTIVATE) pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/pytest.xml agent/tests tests/emulator/tests tests/integration tests/reliability
+	bash scripts/stage.sh pytest -- '$(ACTIVATE) pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/pytest.xml agent/tests tests/emulator/tests tests/integration tests/reliability'
 
 galaxy: venv
 	bash scripts/stage.sh galaxy -- bash scripts/galaxy.sh
@@ -72,7 +72,7 @@ bench: bootstrap
 
 # Long variants of the reliability suite (10,000 jobs over 50 agents; chaos).
 soak: bootstrap
-	bash scripts/stage.sh soak -- $(ACTIVATE) WFA_SOAK=1 pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/soak.xml tests/reliability/test_claims.py tests/reliability/test_chaos.py
+	bash scripts/stage.sh soak -- '$(ACTIVATE) WFA_SOAK=1 pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/soak.xml tests/reliability/test_claims.py tests/reliability/test_chaos.py'
 
 k8s-up: engine
 	bash tests/k8s/up.sh
