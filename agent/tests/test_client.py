@@ -6,16 +6,18 @@ lets the exact retry schedule be checked with an injected clock and no sleeping.
 
 import email.utils
 import re
+import socket
 import threading
 
 import httpx
 import pytest
-from agent_helpers import TOKEN, Script, make_client, ok
+from agent_helpers import TOKEN, Script, config, make_client, ok
 from workflow_agent import __version__
 from workflow_agent.client import (
     MAX_BODY,
     AbortedError,
     CircuitOpenError,
+    Client,
     ServiceError,
     backoff,
     parse_retry_after,
@@ -314,6 +316,77 @@ class _Broken(httpx.SyncByteStream):
     def __iter__(self):
         yield b'{"partial": '
         raise httpx.RemoteProtocolError("peer closed connection without sending complete body")
+
+
+# --- one deadline per attempt (real sockets: the deadline lives under httpx, in httpcore) ------
+
+
+class _Trickler:
+    """A TCP server that answers every request a byte at a time, each byte well inside the
+    read timeout: in the headers, or in the body after complete headers."""
+
+    def __init__(self, where: str) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        if where == "headers":
+            self.answer, self.slow = head, b"X-Slow: " + b"a" * 100_000
+        else:
+            self.answer, self.slow = head + b"Content-Length: 100000\r\n\r\n", b" " * 100_000
+        self.stop = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(self.answer)
+                for i in range(len(self.slow)):
+                    if self.stop.wait(0.1):
+                        return
+                    conn.sendall(self.slow[i : i + 1])
+            except OSError:
+                return  # the client gave up: what the test wants
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+@pytest.mark.parametrize("where", ["headers", "body"])
+def test_a_trickled_answer_ends_at_request_timeout(where):
+    """request_timeout bounds the whole attempt, not each socket read: without that, this call
+    would last until the 100 000 trickled bytes are through (almost 3 hours)."""
+    server = _Trickler(where)
+    cfg = config(service_url=server.url, request_timeout="1s", request_retry_count=0)
+    client = Client(cfg, env={})
+    outcome: list[BaseException] = []
+
+    def poll():
+        try:
+            call(client)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=poll, daemon=True)
+    worker.start()
+    worker.join(timeout=120)  # generous for a loaded machine; the call's own limit is 1s
+    still_waiting = worker.is_alive()
+    server.close()
+    client.close()
+    assert not still_waiting, "the call is still waiting for the trickled answer"
+    [error] = outcome
+    assert isinstance(error, ServiceError)
+    assert error.status is None  # no usable answer: a transient failure, retried and counted
+    assert "ReadTimeout" in str(error)
 
 
 # --- TLS ---------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ Every call to the service goes through `Client.call`. Transient failures (connec
 `request_retry_wait`, capped at `request_retry_max_wait`; a `Retry-After` header (seconds or an
 HTTP-date) replaces the computed wait, under the same cap. Other 4xx answers are not retried.
 A call that still fails counts against the circuit breaker. Anything odd the server sends
-(truncated or huge bodies, invalid JSON) ends as a `ServiceError`, never as a crash.
+(truncated or huge bodies, invalid JSON, an answer trickled a byte at a time) ends as a
+`ServiceError`, never as a crash or a hang: each attempt has one deadline, `request_timeout`
+from its start, for connecting, sending and reading the whole answer.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import httpcore
 import httpx
 
 from workflow_agent import __version__
@@ -177,6 +181,87 @@ class Breaker:
             self.metrics.breaker_open.set(0 if self.state == "closed" else 1)
 
 
+class _Deadline(threading.local):
+    """The monotonic time by which the calling thread's current attempt must be over."""
+
+    at: float | None = None
+
+    def left(self, timeout: float | None, error: type[Exception]) -> float | None:
+        """`timeout` of one socket operation, capped at what is left of the attempt."""
+        if self.at is None:
+            return timeout
+        remaining = self.at - time.monotonic()
+        if remaining <= 0:
+            raise error("request_timeout reached")
+        return remaining if timeout is None else min(timeout, remaining)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._deadline.left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._deadline.left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
+        timeout = self._deadline.left(timeout, httpcore.ConnectTimeout)
+        inner = self._inner.start_tls(ssl_context, server_hostname, timeout)
+        return _DeadlineStream(inner, self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's sockets, each operation capped at the calling attempt's deadline.
+
+    httpx's timeouts apply to each socket operation: a server that trickles its headers a byte
+    at a time, each byte inside the read timeout, would hold a call for hours.
+    """
+
+    def __init__(self, inner: httpcore.NetworkBackend, deadline: _Deadline) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        timeout = self._deadline.left(timeout, httpcore.ConnectTimeout)
+        stream = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _DeadlineStream(stream, self._deadline)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        timeout = self._deadline.left(timeout, httpcore.ConnectTimeout)
+        stream = self._inner.connect_unix_socket(path, timeout, socket_options)
+        return _DeadlineStream(stream, self._deadline)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _enforce_deadlines(http: httpx.Client, deadline: _Deadline) -> None:
+    """Put _DeadlineBackend under each of the client's connection pools (direct and proxies).
+
+    httpx has no public way to choose httpcore's network backend; its pools keep it in
+    `_network_backend` (httpx 0.27-0.28, httpcore 1.x; test_client proves it still works).
+    """
+    transports = [http._transport, *http._mounts.values()]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        if pool is None:  # a test's mock transport: no sockets
+            continue
+        if not hasattr(pool, "_network_backend"):
+            log.warning("request_timeout applies per socket read only (unknown httpcore version)")
+            continue
+        if not isinstance(pool._network_backend, _DeadlineBackend):
+            pool._network_backend = _DeadlineBackend(pool._network_backend, deadline)
+
+
 def ssl_context(ca_bundle: str, env: Mapping[str, str]) -> ssl.SSLContext:
     """The system trust store and certifi's, plus SSL_CERT_FILE and `ca_bundle` when given."""
     import certifi  # an httpx dependency
@@ -242,6 +327,8 @@ class Client:
             trust_env=True,  # HTTPS_PROXY / HTTP_PROXY / NO_PROXY
             follow_redirects=False,
         )
+        self._deadline = _Deadline()
+        _enforce_deadlines(self._http, self._deadline)
         self._never = threading.Event()
 
     def close(self) -> None:
@@ -331,25 +418,29 @@ class Client:
         elif json_body is not None:
             kwargs["content"] = json.dumps(json_body).encode()
             headers["Content-Type"] = "application/json"
-        deadline = self.clock.monotonic() + self.timeout
+        # One deadline for the whole attempt: connect, send, headers and body (_DeadlineBackend).
+        self._deadline.at = time.monotonic() + self.timeout
         try:
-            request = self._http.build_request(method, path, **kwargs)
-            response = self._http.send(request, stream=True)
-        except httpx.TransportError as exc:
-            self._count(route, "error")
-            raise ServiceError(f"{method} {route}: {_describe(exc)}", route=route) from None
-        try:
-            body = self._read(response, deadline)
-        except httpx.TransportError as exc:  # e.g. the connection closed mid-body
-            self._count(route, "error")
-            raise ServiceError(f"{method} {route}: {_describe(exc)}", route=route) from None
-        except ServiceError as exc:
-            exc.status = response.status_code
-            exc.route = route
-            self._count(route, str(response.status_code))
-            raise
+            try:
+                request = self._http.build_request(method, path, **kwargs)
+                response = self._http.send(request, stream=True)
+            except httpx.TransportError as exc:
+                self._count(route, "error")
+                raise ServiceError(f"{method} {route}: {_describe(exc)}", route=route) from None
+            try:
+                body = self._read(response)
+            except httpx.TransportError as exc:  # e.g. the connection closed mid-body
+                self._count(route, "error")
+                raise ServiceError(f"{method} {route}: {_describe(exc)}", route=route) from None
+            except ServiceError as exc:
+                exc.status = response.status_code
+                exc.route = route
+                self._count(route, str(response.status_code))
+                raise
+            finally:
+                response.close()
         finally:
-            response.close()
+            self._deadline.at = None
         self._count(route, str(response.status_code))
         data: Any = None
         if body.strip():
@@ -365,7 +456,7 @@ class Client:
                 data = body[:200].decode("utf-8", "replace")
         return Reply(response.status_code, response.headers, data)
 
-    def _read(self, response: httpx.Response, deadline: float) -> bytes:
+    def _read(self, response: httpx.Response) -> bytes:
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > MAX_BODY:
             raise ServiceError(f"response too large ({declared} bytes)")
@@ -376,8 +467,6 @@ class Client:
                 size += len(chunk)
                 if size > MAX_BODY:
                     raise ServiceError(f"response too large (over {MAX_BODY} bytes)")
-                if self.clock.monotonic() > deadline:
-                    raise httpx.ReadTimeout("response body took longer than request_timeout")
                 chunks.append(chunk)
         except httpx.DecodingError as exc:
             raise ServiceError(f"undecodable response: {exc}") from None
