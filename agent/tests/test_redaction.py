@@ -76,6 +76,40 @@ def test_json_log_lines_are_masked():
     assert doc["msg"] == f"t={MASK}" and doc["job"] == "j" and doc["level"] == "error"
 
 
+SERVER_TEXT = "\x1b[2J\x1b[31mred\x00alert\x07 step\nforged: line\u2028\x7f"
+
+
+def test_text_log_lines_escape_what_a_terminal_would_obey():
+    """Server text (error bodies, step names) in a log line: one printable line."""
+    r = Redactor(["multi\nline-secret"])
+    line = TextFormatter(r).format(_record("poll failed: %s %s", SERVER_TEXT, "multi\nline-secret"))
+    assert line.isprintable() and "\n" not in line
+    assert line.endswith(
+        "poll failed: \\x1b[2J\\x1b[31mred\\x00alert\\x07 step\\nforged: line\\u2028\\x7f "
+        f"{MASK}"  # redacted before escaping: the secret's newline still matches
+    )
+
+
+def test_text_log_tracebacks_keep_their_lines_but_escape_each():
+    try:
+        raise ValueError(SERVER_TEXT)
+    except ValueError:
+        import sys
+
+        exc = sys.exc_info()
+    text = TextFormatter(Redactor()).format(_record("boom", exc=exc))
+    lines = text.split("\n")
+    assert lines[1] == "Traceback (most recent call last):"
+    assert all(line.isprintable() for line in lines)
+    assert "ValueError: \\x1b[2J" in text
+
+
+def test_json_log_lines_stay_json_and_printable():
+    doc = json.loads(JsonFormatter(Redactor()).format(_record("name %s", SERVER_TEXT, job="j\x1b")))
+    assert doc["msg"].startswith("name \\x1b[2J\\x1b[31mred\\x00alert")
+    assert doc["msg"].isprintable() and doc["job"] == "j\\x1b"
+
+
 def test_logsetup_routes_to_stderr(monkeypatch):
     from workflow_agent import logsetup
 

@@ -1,4 +1,9 @@
-"""Logging: stderr (text or JSON lines) or syslog; secrets masked in every line."""
+"""Logging: stderr (text or JSON lines) or syslog; secrets masked in every line.
+
+Messages carry text the service sent (error bodies, step names): control and other
+non-printable characters are escaped (`\x1b`, `\n`), so a hostile or broken server can neither
+drive an operator's terminal nor forge log lines.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +19,24 @@ from workflow_agent.redaction import Redactor
 SYSLOG_SOCKETS = ("/dev/log", "/var/run/syslog")  # Linux, macOS
 
 
+def printable(text: str) -> str:
+    """`text` with every non-printable character escaped as Python would write it."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def _context(record: logging.LogRecord) -> dict[str, str]:
     out = {}
     for key in ("job", "run"):
         value = getattr(record, key, None)
         if value:
-            out[key] = str(value)
+            out[key] = printable(str(value))
     return out
+
+
+def _traceback(text: str) -> str:
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 class TextFormatter(logging.Formatter):
@@ -35,10 +51,11 @@ class TextFormatter(logging.Formatter):
         if self.with_time:
             parts.insert(0, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created)))
         head = " ".join(p for p in parts if p)
-        line = f"{head}{' ' + ctx if ctx else ''}: {record.getMessage()}"
+        # Redact before escaping: a secret with a newline or tab must still match.
+        line = printable(self.redactor(f"{head}{' ' + ctx if ctx else ''}: {record.getMessage()}"))
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        return self.redactor(line)
+            line += "\n" + _traceback(self.redactor(self.formatException(record.exc_info)))
+        return line
 
 
 class JsonFormatter(logging.Formatter):
@@ -53,10 +70,10 @@ class JsonFormatter(logging.Formatter):
             "thread": record.threadName,
             "logger": record.name,
             **_context(record),
-            "msg": self.redactor(record.getMessage()),
+            "msg": printable(self.redactor(record.getMessage())),
         }
         if record.exc_info:
-            doc["exc"] = self.redactor(self.formatException(record.exc_info))
+            doc["exc"] = _traceback(self.redactor(self.formatException(record.exc_info)))
         return json.dumps(doc)
 
 
