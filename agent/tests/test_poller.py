@@ -55,6 +55,14 @@ def test_retry_after_supersedes_polling_interval_unless_overridden():
     assert idle_wait(config(polling_interval_override=True), 15.0, lambda: 0.0) == 60.0
 
 
+def test_retry_after_is_capped_so_a_broken_server_cannot_park_the_slot():
+    years = 99_999_999.0
+    assert idle_wait(config(), years, lambda: 0.0) == 120.0  # request_retry_max_wait (2m)
+    assert idle_wait(config(polling_interval="5m"), years, lambda: 0.0) == 300.0
+    assert idle_wait(config(request_retry_max_wait="10m"), 400.0, lambda: 0.0) == 400.0
+    assert idle_wait(config(), years, lambda: 1.0) == 125.0  # jitter on top, still ≤ 5s
+
+
 def test_auth_backoff_doubles_and_caps():
     cfg = config(polling_interval="1m")
     assert [auth_backoff(cfg, n) for n in (1, 2, 3, 4, 5, 6)] == [60, 120, 240, 300, 300, 300]

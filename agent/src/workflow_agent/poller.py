@@ -34,10 +34,14 @@ AUTH_BACKOFF_CAP = 300.0  # seconds; a rejected token is retried at least this o
 
 
 def idle_wait(cfg: AgentConfig, retry_after: float | None, rng: Callable[[], float]) -> float:
-    """How long an idle slot sleeps: polling_interval, or the server's Retry-After, + jitter."""
+    """How long an idle slot sleeps: polling_interval, or the server's Retry-After, + jitter.
+
+    Retry-After is capped at max(polling_interval, request_retry_max_wait): a broken server's
+    absurd value (years) must not park the slot.
+    """
     base = cfg.polling_interval.total_seconds()
     if retry_after is not None and not cfg.polling_interval_override:
-        base = retry_after
+        base = min(retry_after, max(base, cfg.request_retry_max_wait.total_seconds()))
     return base + rng() * min(0.1 * base, MAX_JITTER)
 
 
