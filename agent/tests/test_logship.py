@@ -7,6 +7,7 @@ the service stored the batch cannot be produced on purpose with a real server.
 import time
 
 import httpx
+import pytest
 from agent_helpers import Script, make_client, ok
 from workflow_agent.clock import Clock, FakeClock
 from workflow_agent.logship import MAX_LINE, LogShipper, rfc3339
@@ -48,6 +49,81 @@ def test_server_offset_in_the_answer_is_adopted():
     s.add("x")
     s.flush()
     assert s.offset == 10
+
+
+@pytest.mark.parametrize("offset", [-40, "seven", True, 2**31, None, [3]])
+def test_an_offset_that_is_no_line_count_is_a_bad_answer_and_the_batch_is_resent(offset):
+    """The batch landed, but the answer's offset is nonsense: it is not adopted; the resend's
+    409 (expectedOffset = what was sent) settles that the batch landed."""
+    script = Script(
+        ok({"offset": offset}),
+        ok({"error": "offset", "expectedOffset": 2}, status=409),
+        ok({"offset": 3}),
+    )
+    s = shipper(script)
+    s.add("a")
+    s.add("b")
+    assert s.flush() is False  # not known to be delivered: still queued
+    assert s.pending == 2 and s.offset == 0
+    assert s.flush() is True
+    s.add("c")
+    s.flush()
+    assert [b["offset"] for b in script.bodies()] == [0, 0, 2]
+    assert s.offset == 3 and s.dropped == 0
+
+
+def test_lines_queued_after_a_lost_answer_are_stored_once():
+    """The first try landed but its answer was lost (a 503 from a proxy, a timeout), and lines
+    came meanwhile: the resend's 409 says how many landed, and only the rest is sent."""
+    script = Script(
+        ok(status=503),
+        ok({"error": "offset", "expectedOffset": 2}, status=409),
+        ok({"offset": 4}),
+    )
+    s = shipper(script, batch_lines=10)
+    s.add("a")
+    s.add("b")
+    assert s.flush() is False
+    s.add("c")
+    s.add("d")
+    assert s.flush() is True
+    assert [(b["offset"], lines_of(b)) for b in script.bodies()] == [
+        (0, ["a", "b"]),
+        (0, ["a", "b", "c", "d"]),
+        (2, ["c", "d"]),
+    ]
+    assert s.offset == 4 and s.pending == 0 and s.dropped == 0
+
+
+def test_when_the_rest_fails_the_landed_lines_are_not_sent_again():
+    script = Script(
+        ok({"error": "offset", "expectedOffset": 1}, status=409),
+        ok(status=503),
+        ok({"offset": 3}),
+    )
+    s = shipper(script, batch_lines=10)
+    for line in "abc":
+        s.add(line)
+    assert s.flush() is False
+    assert s.pending == 2 and s.offset == 1
+    assert s.flush() is True
+    assert [(b["offset"], lines_of(b)) for b in script.bodies()] == [
+        (0, ["a", "b", "c"]),
+        (1, ["b", "c"]),
+        (1, ["b", "c"]),
+    ]
+    assert s.offset == 3
+
+
+def test_an_answer_without_an_offset_counts_the_lines_sent():
+    script = Script(ok({}), ok({"ok": True}))
+    s = shipper(script)
+    s.add("a")
+    s.flush()
+    s.add("b")
+    s.flush()
+    assert [b["offset"] for b in script.bodies()] == [0, 1]
+    assert s.offset == 2
 
 
 def test_409_for_a_batch_that_already_landed_counts_as_delivered():

@@ -1,7 +1,11 @@
 """Ship one step's output lines to the service in batches, with per-step offsets.
 
-Offsets count lines from 0 per step. A 409 whose `expectedOffset` equals `offset + len(batch)`
-means an earlier try landed but its answer was lost: the batch counts as delivered. A batch
+Offsets count lines from 0 per step. A 409 whose `expectedOffset` is past `offset` but not past
+`offset + len(batch)` means an earlier try of the batch (or of its first lines: a queued batch
+grows while the service is away) landed but its answer was lost: those lines count as
+delivered, and only the rest is sent. The `offset`
+of a 200 is adopted when it is a sane line count (0..MAX_OFFSET); anything else is a bad answer,
+like a malformed one: the batch is sent again, and the 409 rule settles where it belongs. A batch
 that fails transiently stays queued and goes out with the next flush, so lines are not lost
 while the service is briefly away.
 """
@@ -24,11 +28,18 @@ MAX_LINE = 16 * 1024  # characters; longer lines are cut (a runaway line must no
 # Lines held while the service is unreachable; past this, new lines are counted, not kept, so a
 # chatty step cannot exhaust the agent's memory during an outage.
 MAX_PENDING = 50_000
+# Offsets the service may hand back: a line count, so never negative, and never beyond what a
+# service parses as a 32-bit number (no step prints two billion lines).
+MAX_OFFSET = 2**31 - 1
 
 
 def rfc3339(ts: float) -> str:
     millis = int(ts * 1000) % 1000
     return _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(ts)) + f".{millis:03d}Z"
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_OFFSET
 
 
 class LogShipper:
@@ -98,15 +109,16 @@ class LogShipper:
                     batch = self._pending[: self.batch_lines]
                 if not batch:
                     return True
-                outcome = self._ship(batch)
-                if outcome == "retry":
-                    return False
+                settled, refused = self._ship(batch)
                 with self._lock:
-                    del self._pending[: len(batch)]
-                if outcome == "dropped":
-                    self.dropped += len(batch)
+                    del self._pending[:settled]
+                self.dropped += refused
+                if settled < len(batch):
+                    return False
 
-    def _ship(self, batch: list[dict[str, str]], again: bool = True) -> str:
+    def _ship(self, batch: list[dict[str, str]], again: bool = True) -> tuple[int, int]:
+        """Send `batch` at `self.offset`. Returns how many of its first lines are settled (stored
+        by the service, or refused for good) and how many of those were refused."""
         try:
             reply = self.client.call(
                 "POST",
@@ -118,11 +130,17 @@ class LogShipper:
             )
         except ServiceError as exc:
             expected = exc.body.get("expectedOffset") if isinstance(exc.body, dict) else None
-            if exc.status == 409 and isinstance(expected, int) and not isinstance(expected, bool):
-                if expected == self.offset + len(batch):
-                    self.offset = expected  # an earlier try landed; its answer was lost
-                    return "delivered"
-                if again and expected >= 0:
+            if exc.status == 409 and _is_count(expected):
+                landed = expected - self.offset
+                if 0 < landed <= len(batch):
+                    # An earlier try of this batch, or of its first lines (more were queued
+                    # since), landed and its answer was lost: only the rest is still to send.
+                    self.offset = expected
+                    if landed == len(batch):
+                        return landed, 0
+                    settled, refused = self._ship(batch[landed:], again=False)
+                    return landed + settled, refused
+                if again:
                     log.warning(
                         "%s: service expects offset %d, not %d; resending",
                         self.path,
@@ -133,14 +151,19 @@ class LogShipper:
                     return self._ship(batch, again=False)
             if exc.status is not None and 400 <= exc.status < 500 and exc.status not in (408, 429):
                 log.warning("%s: %d log lines refused: %s", self.path, len(batch), exc)
-                return "dropped"
+                return len(batch), len(batch)
             log.warning("%s: %d log lines not shipped yet: %s", self.path, len(batch), exc)
-            return "retry"
-        self.offset += len(batch)
-        data = reply.data
-        if isinstance(data, dict) and isinstance(data.get("offset"), int):
-            self.offset = data["offset"]
-        return "delivered"
+            return 0, 0
+        stored = self.offset + len(batch)  # what the service holds, unless it says otherwise
+        if isinstance(reply.data, dict) and "offset" in reply.data:
+            stored = reply.data["offset"]
+        if not _is_count(stored):
+            # A bad answer, like a malformed one: the batch stays queued, and the 409 to its
+            # resend says whether it landed.
+            log.warning("%s: bad answer to a log batch: offset %.40r", self.path, stored)
+            return 0, 0
+        self.offset = stored
+        return len(batch), 0
 
     # --- background flushing while the step runs ----------------------------------------------
 
