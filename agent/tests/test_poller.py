@@ -166,6 +166,42 @@ def test_lease_slot_asks_only_for_enabled_kinds():
     assert runner.claims[0][0].type == "policy_evaluation"
 
 
+def test_the_first_slot_polls_at_once_and_the_others_spread_over_polling_interval():
+    draws = iter([0.5, 0.25, 0.75, 0.1])
+    agent, *_ = agent_for(
+        Script(ok(status=204)), rng=lambda: next(draws), slots=3, polling_interval="1m"
+    )
+    assert [(s.name, s.first_delay) for s in agent.slots] == [
+        ("slot-1-deployment", 0.0),
+        ("slot-1-lease", 0.0),
+        ("slot-2-deployment", 30.0),
+        ("slot-2-lease", 15.0),
+        ("slot-3-deployment", 45.0),
+        ("slot-3-lease", 6.0),
+    ]
+
+
+def test_a_slot_waits_its_first_delay_before_its_first_poll():
+    script = Script(ok(status=204))
+    agent, _, clock, _ = agent_for(script, rng=lambda: 0.5, slots=2, polling_interval="1m")
+    slot = agent.slots[2]  # slot-2-deployment
+    start = clock.time()
+
+    def stop_after_first_poll(request):
+        assert clock.time() - start == 30.0  # no poll before its first delay
+        agent.stop_claiming.set()
+        return ok(status=204)
+
+    script.answers = [stop_after_first_poll]
+    slot.loop()
+    assert len(script.requests) == 1
+
+
+def test_waits_after_errors_are_jittered_too():
+    agent, *_ = agent_for(Script(ok(status=500)), rng=lambda: 1.0, circuit_breaker_failures=10)
+    assert agent.slots[0].once() == 65.0
+
+
 # --- single_run, drain and cancel --------------------------------------------------------------
 
 

@@ -4,6 +4,12 @@ Each slot is a thread that polls, runs the job it claims, and polls again. Deplo
 call `GET /api/deployments/poll`; lease slots (insights_scan, policy_evaluation) call
 `POST /api/background-activities/worker/lease/acquire`. `slots` (default 1, as upstream) gives
 N slots of each enabled kind in one process.
+
+Slots must not poll in step: bunched polls leave the queue unwatched between the bunches, and a
+job waits for the next one. So the first slot polls at once (work that is waiting is claimed
+without delay) and the others make their first poll at a random point within polling_interval;
+every wait after that (idle, error, breaker) gets a random jitter, so that slots that failed
+together (an outage) do not come back together.
 """
 
 from __future__ import annotations
@@ -33,6 +39,11 @@ MAX_JITTER = 5.0  # seconds
 AUTH_BACKOFF_CAP = 300.0  # seconds; a rejected token is retried at least this often
 
 
+def jittered(base: float, rng: Callable[[], float]) -> float:
+    """`base` seconds plus a random 0..10% of it, at most MAX_JITTER."""
+    return base + rng() * min(0.1 * base, MAX_JITTER)
+
+
 def idle_wait(cfg: AgentConfig, retry_after: float | None, rng: Callable[[], float]) -> float:
     """How long an idle slot sleeps: polling_interval, or the server's Retry-After, + jitter.
 
@@ -42,7 +53,7 @@ def idle_wait(cfg: AgentConfig, retry_after: float | None, rng: Callable[[], flo
     base = cfg.polling_interval.total_seconds()
     if retry_after is not None and not cfg.polling_interval_override:
         base = min(retry_after, max(base, cfg.request_retry_max_wait.total_seconds()))
-    return base + rng() * min(0.1 * base, MAX_JITTER)
+    return jittered(base, rng)
 
 
 def auth_backoff(cfg: AgentConfig, failures: int) -> float:
@@ -58,17 +69,20 @@ class Slot:
         self.kind = kind  # "deployment" or "lease"
         self.cancel: Cancel | None = None
         self.auth_failures = 0
+        interval = agent.cfg.polling_interval.total_seconds()
+        self.first_delay = 0.0 if index == 1 else agent.rng() * interval
 
     def loop(self) -> None:
         agent = self.agent
+        delay = self.first_delay
         while not agent.stop_claiming.is_set():
+            if delay > 0 and agent.clock.wait(agent.stop_claiming, delay):
+                break
             try:
                 delay = self.once()
             except Exception:  # a bug must not silently kill a slot
                 log.exception("%s: unexpected error", self.name)
-                delay = agent.cfg.polling_interval.total_seconds()
-            if delay > 0 and agent.clock.wait(agent.stop_claiming, delay):
-                break
+                delay = jittered(agent.cfg.polling_interval.total_seconds(), agent.rng)
         log.debug("%s: stopped", self.name)
 
     def poll(self) -> tuple[Claim | None, float | None]:
@@ -105,7 +119,7 @@ class Slot:
         try:
             claim, retry_after = self.poll()
         except CircuitOpenError as exc:
-            return exc.retry_in
+            return jittered(exc.retry_in, agent.rng)
         except AbortedError:
             return 0.0  # draining: the loop ends
         except (ServiceError, BadPayload) as exc:
@@ -113,7 +127,7 @@ class Slot:
             status = getattr(exc, "status", None)
             if status in (401, 403):
                 self.auth_failures += 1
-                wait = auth_backoff(cfg, self.auth_failures)
+                wait = jittered(auth_backoff(cfg, self.auth_failures), agent.rng)
                 log.error(
                     "%s: the service refused the agent's credentials (HTTP %d); check the pool "
                     "token or OIDC settings. Retrying in %.0fs",
@@ -123,7 +137,7 @@ class Slot:
                 )
                 return wait
             log.warning("%s: poll failed: %s", self.name, exc)
-            return cfg.polling_interval.total_seconds()
+            return jittered(cfg.polling_interval.total_seconds(), agent.rng)
         self.auth_failures = 0
         agent.health.touch()
         if claim is None:
