@@ -8,8 +8,10 @@ DOCKER_CERT_PATH). Per job:
   image and fails the job with a clear TargetError when it is missing.
 - **Container.** `workflow-agent-job-<job>-<random>` from the job image, labelled with the job id,
   run id and agent instance. Its entrypoint is replaced by a /bin/sh keepalive loop, with the
-  engine's init (tini) as PID 1 to reap orphans. Environment: exactly `JobSpec.env` (job env,
-  allowlisted host variables, DOCKER_HOST). The per-job dir's `work/` (under
+  engine's init (tini) as PID 1 to reap orphans; the loop's first line, read from the attached
+  output, proves /bin/sh runs (an image without it fails the job with what the container said).
+  Environment: exactly `JobSpec.env` (job env, allowlisted host variables, DOCKER_HOST). The
+  per-job dir's `work/` (under
   `shared_volume_directory`, default the OS temp dir) is bind-mounted at /mnt/workflow, the
   working directory of every step, so files persist between steps. When the agent itself runs in
   a container, `shared_volume_directory` must exist at the same path on the Docker host, because
@@ -65,7 +67,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 WORKDIR = "/mnt/workflow"
-KEEPALIVE = 'trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
+READY = b"workflow-agent: job container ready"
+KEEPALIVE = f'echo "{READY.decode()}"; trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
 GRACE_SECONDS = 10.0
 
 
@@ -101,7 +104,8 @@ class DockerTarget(Target):
     # --- prepare ---------------------------------------------------------------------------
 
     def prepare(self, job: JobSpec) -> None:
-        self._ensure_image(job)
+        if self._cfg.pull_image:
+            self._pull(job)
         jd = _jobdir.create(self._base, self._instance, job)
         # The container's user may not be root; 0700 on the job root keeps other host users out.
         jd.work.chmod(0o777)
@@ -115,8 +119,10 @@ class DockerTarget(Target):
             LABEL_INSTANCE: self._instance,
         }
         name = f"{_jobdir.PREFIX}{_slug(job.job_id)}-{secrets.token_hex(3)}"
+        # The low-level API: the models' create and reload would each add an inspect call.
+        api = self._client.api
         try:
-            state.container = self._client.containers.create(
+            cid = api.create_container(
                 job.image,
                 entrypoint=["/bin/sh", "-c"],
                 command=[KEEPALIVE],
@@ -124,41 +130,36 @@ class DockerTarget(Target):
                 labels=labels,
                 environment=dict(job.env),
                 working_dir=WORKDIR,
-                mounts=[Mount(WORKDIR, str(jd.work), type="bind")],
-                init=True,
+                host_config=api.create_host_config(
+                    mounts=[Mount(WORKDIR, str(jd.work), type="bind")], init=True
+                ),
                 detach=True,
-            )
-            state.container.start()
-            state.container.reload()
+            )["Id"]
+            state.container = self._client.containers.prepare_model({"Id": cid, "Name": name})
+            # Attached before the start, as `docker run` does: the keepalive's first line
+            # proves /bin/sh runs in there ("running" alone may only be the init), and if the
+            # container dies instead, what it printed says why.
+            output = api.attach(cid, stdout=True, stderr=True, stream=True)
+            api.start(cid)
+        except docker.errors.ImageNotFound:
+            raise TargetError(
+                f"image {job.image} is not present on the Docker host and pull_image is false "
+                "(pull it first, or set pull_image: true)"
+            ) from None
         except docker.errors.DockerException as exc:
             raise TargetError(
                 f"cannot start the job container from {job.image}: {_why(exc)}"
             ) from None
-        # "running" right after start may only be the init: prove /bin/sh runs in there.
-        ok = state.container.status == "running"
-        if ok:
-            ok = self._exec(state.container.id, ["/bin/sh", "-c", "exit 0"]) == 0
-        if not ok:
-            tail = _logs_tail(state.container) or "/bin/sh does not run"
+        ready, printed = _wait_ready(output)
+        if not ready:
             raise TargetError(
                 f"cannot start the job container from {job.image}: it exited at once "
-                f"(does the image have /bin/sh?): {tail}"
+                f"(does the image have /bin/sh?): {printed or '/bin/sh does not run'}"
             )
         log.info("job %s: container %s, work dir %s", job.job_id, name, jd.work)
 
-    def _ensure_image(self, job: JobSpec) -> None:
+    def _pull(self, job: JobSpec) -> None:
         image = job.image
-        if not self._cfg.pull_image:
-            try:
-                self._client.images.get(image)
-            except docker.errors.ImageNotFound:
-                raise TargetError(
-                    f"image {image} is not present on the Docker host and pull_image is false "
-                    "(pull it first, or set pull_image: true)"
-                ) from None
-            except docker.errors.DockerException as exc:
-                raise TargetError(f"cannot inspect image {image}: {_why(exc)}") from None
-            return
         repo, tag = parse_repository_tag(image)
         auth = None
         password = ""
@@ -385,8 +386,18 @@ def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-def _logs_tail(container) -> str:
+def _wait_ready(output) -> tuple[bool, str]:
+    """Read the attached output until the keepalive says it runs (True), or the container ends
+    (False, with the end of what it printed). The attachment is closed either way."""
+    seen = b""
     try:
-        return container.logs(tail=5).decode(errors="replace").strip()
-    except docker.errors.DockerException:
-        return ""
+        for chunk in output:
+            seen = (seen + chunk)[-4096:]
+            if READY in seen:
+                return True, ""
+    except Exception as exc:  # a broken attachment: the container's fate is unknown
+        log.debug("attach stream ended: %s", exc)
+    finally:
+        with contextlib.suppress(Exception):  # SSH connections cannot be closed early
+            output.close()
+    return False, " ".join(seen.decode(errors="replace").split())[-500:]
