@@ -26,12 +26,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import httpcore
-import httpx
+# httpx imports its command line (click, rich, pygments: about 5 MB) whenever those happen to be
+# installed; the agent never uses it. A None entry makes that optional import fail as if absent.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
-from workflow_agent import __version__
-from workflow_agent.clock import Clock
-from workflow_agent.config import AgentConfig
+import httpcore  # noqa: E402
+import httpx  # noqa: E402
+
+from workflow_agent import __version__  # noqa: E402
+from workflow_agent.clock import Clock  # noqa: E402
+from workflow_agent.config import AgentConfig  # noqa: E402
 
 log = logging.getLogger(__name__)
 

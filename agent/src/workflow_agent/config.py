@@ -7,7 +7,6 @@ secret value.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -156,6 +155,8 @@ def _choice(value: Any, choices: tuple[str, ...], what: str) -> str:
         return value
     hint = ""
     if isinstance(value, str):
+        import difflib  # error paths only
+
         close = difflib.get_close_matches(value, choices, n=1)
         hint = f'; did you mean "{close[0]}"?' if close else ""
     raise _fail(f"{_show(value)} is not {what} (valid: {', '.join(choices)}){hint}")
@@ -415,6 +416,8 @@ def _unknown_key_reason(key: Any) -> str:
         return "keys must be strings"
     if key == "ecs":
         return "the ecs target is not supported by this agent"
+    import difflib  # error paths only
+
     close = difflib.get_close_matches(key, ALL_KEYS, n=1, cutoff=0.6)
     return f'unknown key; did you mean "{close[0]}"?' if close else "unknown key"
 

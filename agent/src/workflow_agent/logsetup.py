@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import logging.handlers
 import os
 import sys
 import time
@@ -87,7 +86,10 @@ def setup(*, level: str, fmt: str, use_syslog: bool, redactor: Redactor) -> list
             warnings.append("syslog: true but no syslog socket found; logging to stderr")
         else:
             try:
-                handler = logging.handlers.SysLogHandler(address=address)
+                # Imported here only: it costs an agent that logs to stderr 0.5 MB.
+                from logging.handlers import SysLogHandler
+
+                handler = SysLogHandler(address=address)
                 handler.ident = f"workflow-agent[{os.getpid()}]: "
             except OSError as exc:
                 warnings.append(f"syslog: cannot connect to {address}: {exc}; logging to stderr")
