@@ -17,6 +17,7 @@ import sys
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.utils.hashing import checksum_s
 
 __metaclass__ = type
 
@@ -39,10 +40,22 @@ ARGUMENT_SPEC = {
     "group": {"type": "str"},
     "mode": {"type": "raw", "default": "0600"},
     "backup": {"type": "bool", "default": False},
+    "current": {"type": "dict"},
 }
 
 # Pool tokens look like pul-<hex>; mask any that a file might hold, whatever its key.
 _POOL_TOKEN = re.compile(r"pul-[A-Za-z0-9_-]+")
+
+
+def octal_mode(mode):
+    """'0600', '600' or 384 as stat reports modes ('0600'); None for anything else."""
+    if isinstance(mode, bool):
+        return None
+    if isinstance(mode, int):
+        return "%04o" % mode
+    if isinstance(mode, str) and re.fullmatch(r"[0-7]{3,4}", mode):
+        return "%04o" % int(mode, 8)
+    return None
 
 
 def load_schema():
@@ -202,12 +215,23 @@ class ActionModule(ActionBase):
         effective = schema.to_document(cfg, reveal_secrets=False, include_defaults=True)
 
         try:
-            before = self._read_remote(dest, task_vars)
-            if before is None and self._task.check_mode:
+            before = None
+            known = args["current"]
+            if known and known.get("exists") and self._matches(known, text, args):
+                # The caller has just seen the file as wanted: nothing to ask the host.
+                current = known
+            else:
+                current = self._stat_remote(dest, task_vars)
+            if current is not None and self._matches(current, text, args):
+                # At most one round trip for a file that is already as wanted.
+                changed, backup_file = False, None
+            elif current is None and self._task.check_mode:
                 # Nothing to compare with, and owner/group/directory may not exist yet on a
                 # fresh host: predict the new file without asking copy.
                 changed, backup_file = True, None
             else:
+                if current is not None and self._task.diff:
+                    before = self._read_remote(dest, task_vars)
                 changed, backup_file = self._write(args, text, task_vars)
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
@@ -220,6 +244,40 @@ class ActionModule(ActionBase):
             if before_text != text:
                 result["diff"] = masked_diff(schema, yaml, cfg, given, before_text, dest)
         return result
+
+    def _stat_remote(self, dest, task_vars):
+        """stat of dest (followed, with its sha1), or None when it does not exist."""
+        res = self._execute_module(
+            module_name="ansible.legacy.stat",
+            module_args={
+                "path": dest,
+                "follow": True,
+                "get_checksum": True,
+                "checksum_algorithm": "sha1",
+                "get_mime": False,
+                "get_attributes": False,
+            },
+            task_vars=task_vars,
+        )
+        if res.get("failed"):
+            raise AnsibleActionFail("agent_config: cannot read %s: %s" % (dest, res.get("msg", "")))
+        st = res.get("stat") or {}
+        return st if st.get("exists") else None
+
+    @staticmethod
+    def _matches(st, text, args):
+        """Whether the file already has this content, mode, owner and group (anything this
+        cannot judge, such as a symbolic mode, counts as a difference: copy then decides)."""
+        if not st.get("isreg") or st.get("checksum") != checksum_s(text):
+            return False
+        want = octal_mode(args["mode"])
+        if want is None or st.get("mode") != want:
+            return False
+        for key, name_key, id_key in (("owner", "pw_name", "uid"), ("group", "gr_name", "gid")):
+            given = args[key]
+            if given is not None and str(given) not in (st.get(name_key), str(st.get(id_key))):
+                return False
+        return True
 
     def _read_remote(self, dest, task_vars):
         """The current file's bytes, or None when it does not exist (check-mode safe)."""

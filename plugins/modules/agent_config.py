@@ -25,6 +25,8 @@ description:
     comment.
   - Secrets (C(config.token)) never appear in the task result, the diff or the logs; they are
     shown as C(***).
+  - A file that is already as wanted costs one M(ansible.builtin.stat) on the host (none with
+    O(current)); only a file that differs is read (for the diff) and written.
 options:
   dest:
     description:
@@ -61,6 +63,17 @@ options:
         copy holds the previous token, with the previous file's permissions.
     type: bool
     default: false
+  current:
+    description:
+      - What the caller already knows of O(dest) on the host, in the shape of M(ansible.builtin.stat)'s
+        C(stat) result with a sha1 C(checksum) (C(exists), C(isreg), C(checksum), C(mode),
+        C(pw_name), C(gr_name)), for example from a look at the host earlier in the play.
+      - When it shows the file with the rendered content, O(mode), O(owner) and O(group), the
+        module does not contact the host at all. Otherwise, or without it, the module looks at
+        the host itself (one M(ansible.builtin.stat)), and writes only when the file differs.
+      - Pass only what is current; an outdated C(stat) that matches the rendered file hides a
+        change made on the host since.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow

@@ -127,7 +127,7 @@ def role_vars(tmp_path: Path, launchd: Launchd, agents: dict, **extra) -> dict:
         "workflow_agent_user": user,
         "workflow_agent_group": grp.getgrgid(os.getegid()).gr_name,
         "workflow_agent_proxy": {"https": "http://proxy.invalid:3128"},
-        # What preflight, vars/Darwin.yml and configure.yml would have set on a Mac.
+        # What preflight, vars/main.yml (Darwin) and present.yml would have set on a Mac.
         "_workflow_agent_service_manager": "launchd",
         "_workflow_agent_launchd_dir": str(tmp_path / "LaunchDaemons"),
         "_workflow_agent_launchctl": str(launchd.exe),

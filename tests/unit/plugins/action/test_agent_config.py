@@ -8,6 +8,7 @@ tests/integration/test_plugins_agent_config.py runs the plugin for real through 
 from __future__ import annotations
 
 import base64
+import hashlib
 import sys
 from unittest.mock import MagicMock
 
@@ -221,14 +222,33 @@ def test_diff_of_a_hand_written_file_hides_its_token(schema):
 
 
 class FakeHost:
-    """Stands in for the managed host: a file store for slurp and the copy action."""
+    """Stands in for the managed host: a file store for stat, slurp and the copy action."""
 
     def __init__(self, files=None, copy_result=None):
         self.files = dict(files or {})
+        self.attrs = {path: {"mode": "0600", "owner": "workflow-agent"} for path in self.files}
+        self.calls = []
         self.copy_calls = []
         self.copy_result = copy_result
 
     def execute_module(self, module_name, module_args, task_vars):
+        self.calls.append(module_name)
+        if module_name == "ansible.legacy.stat":
+            path = module_args["path"]
+            assert module_args["checksum_algorithm"] == "sha1"
+            if path not in self.files:
+                return {"stat": {"exists": False}}
+            attrs = self.attrs[path]
+            return {
+                "stat": {
+                    "exists": True,
+                    "isreg": True,
+                    "checksum": hashlib.sha1(self.files[path]).hexdigest(),  # noqa: S324 - as stat
+                    "mode": attrs["mode"],
+                    "pw_name": attrs["owner"],
+                    "uid": 990,
+                }
+            }
         assert module_name == "ansible.legacy.slurp"
         data = self.files.get(module_args["src"])
         if data is None:
@@ -243,10 +263,13 @@ class FakeHost:
                 host.copy_calls.append(task)
                 if host.copy_result is not None:
                     return host.copy_result
+                dest = task.args["dest"]
                 new = task.args["content"].encode()
-                changed = host.files.get(task.args["dest"]) != new
+                attrs = {"mode": task.args["mode"], "owner": task.args.get("owner", "root")}
+                changed = host.files.get(dest) != new or host.attrs.get(dest) != attrs
                 if changed and not task.check_mode:
-                    host.files[task.args["dest"]] = new
+                    host.files[dest] = new
+                    host.attrs[dest] = attrs
                 return {"changed": changed}
 
         return Copy()
@@ -276,6 +299,7 @@ def make_action(args, host, check_mode=False, diff=False):
     return action
 
 
+STAT_ARGS = {"path": "/etc/wa/a.yaml", "checksum_algorithm": "sha1"}
 ARGS = {
     "dest": "/etc/wa/a.yaml",
     "config": {"token": TOKEN, "slots": 2},
@@ -299,12 +323,60 @@ def test_run_writes_via_copy_with_no_log_and_no_copy_diff():
     assert "token: '***'" in result["diff"]["after"]
 
 
-def test_run_twice_is_idempotent():
+def test_run_twice_is_idempotent_with_one_look_at_the_host():
     host = FakeHost()
     make_action(dict(ARGS), host).run(task_vars={})
+    host.calls.clear()
+    host.copy_calls.clear()
     again = make_action(dict(ARGS), host, diff=True).run(task_vars={})
     assert again["changed"] is False
     assert "diff" not in again
+    # An unchanged file costs one stat: no read, no copy.
+    assert host.calls == ["ansible.legacy.stat"]
+    assert host.copy_calls == []
+
+
+def test_mode_drift_is_left_to_copy():
+    host = FakeHost()
+    make_action(dict(ARGS), host).run(task_vars={})
+    host.attrs["/etc/wa/a.yaml"]["mode"] = "0644"
+    again = make_action(dict(ARGS), host).run(task_vars={})
+    assert again["changed"] is True
+    assert host.attrs["/etc/wa/a.yaml"]["mode"] == "0600"
+
+
+def test_a_current_stat_that_matches_spares_the_host():
+    host = FakeHost()
+    make_action(dict(ARGS), host).run(task_vars={})
+    seen = host.execute_module("ansible.legacy.stat", STAT_ARGS, {})["stat"]
+    host.calls.clear()
+    result = make_action(dict(ARGS, current=seen), host).run(task_vars={})
+    assert result["changed"] is False
+    assert host.calls == [] and len(host.copy_calls) == 1  # only the first run's copy
+
+
+def test_a_current_stat_that_differs_asks_the_host():
+    host = FakeHost(files={"/etc/wa/a.yaml": b"token: " + OTHER.encode() + b"\n"})
+    seen = host.execute_module("ansible.legacy.stat", STAT_ARGS, {})["stat"]
+    host.calls.clear()
+    result = make_action(dict(ARGS, current=seen), host).run(task_vars={})
+    assert result["changed"] is True
+    assert host.calls == ["ansible.legacy.stat"] and len(host.copy_calls) == 1
+    assert TOKEN in host.files["/etc/wa/a.yaml"].decode()
+    # What the caller saw is outdated (the host has the wanted file by now): the host's own
+    # answer decides, and nothing is written.
+    host.calls.clear()
+    result = make_action(dict(ARGS, current=seen), host).run(task_vars={})
+    assert result["changed"] is False
+    assert host.calls == ["ansible.legacy.stat"] and len(host.copy_calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "want"),
+    [("0600", "0600"), ("600", "0600"), (0o600, "0600"), ("u=rw", None), (True, None)],
+)
+def test_octal_mode(mode, want):
+    assert plugin.octal_mode(mode) == want
 
 
 def test_check_mode_on_a_fresh_host_predicts_without_copy():
