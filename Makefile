@@ -45,7 +45,7 @@ units: venv
 	bash scripts/stage.sh units -- bash scripts/ansible-test.sh units
 
 pytest: bootstrap
-	bash scripts/stage.sh pytest -- '$(ACTIVATE) pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/pytest.xml agent/tests tests/emulator/tests tests/integration tests/reliability'
+	bash scripts/stage.sh pytest -- '$(ACTIVATE) pytest -q -n 3 --dist loadfile --junitxml=$(STATE)/junit/pytest.xml'
 
 galaxy: venv
 	bash scripts/stage.sh galaxy -- bash scripts/galaxy.sh

@@ -16,8 +16,10 @@ if tar -tzf "$tarball" | grep -E '(^|/)(\.venv|__pycache__|tests/output|\.pytest
   echo "tarball contains caches or venvs (see above): fix build_ignore" >&2; exit 1
 fi
 tar -tzf "$tarball" | grep -c '^agent/src/workflow_agent/config.py$' >/dev/null || { echo "tarball lacks the vendored agent" >&2; exit 1; }
-# The bundle from PyPI already satisfies the dependencies; Galaxy is never contacted.
-ansible-galaxy collection install --offline -p "$INSTALLED" "$tarball"
+# The bundle from PyPI already satisfies the dependencies; Galaxy is never contacted. --force:
+# run from a checkout at .../ansible_collections/selfhosted/workflow_agent (as ansible-test
+# needs), ansible-galaxy counts the checkout itself as installed and would do nothing.
+ansible-galaxy collection install --offline --force -p "$INSTALLED" "$tarball"
 export ANSIBLE_COLLECTIONS_PATH=$INSTALLED
 ansible-galaxy collection verify --offline selfhosted.workflow_agent
 echo "-- antsibull-changelog lint"; antsibull-changelog lint
