@@ -132,6 +132,7 @@ def systemd(spec):
         + [spec["pattern"]],
         capture_output=True,
         text=True,
+        check=False,  # no match or no systemd: an empty listing, which is the answer
     )
     out["listed"] = [line.split()[0] for line in run.stdout.splitlines() if line.strip()]
     units = spec["units"]
@@ -142,6 +143,7 @@ def systemd(spec):
         + [u["name"] for u in units],
         capture_output=True,
         text=True,
+        check=False,  # units systemd does not know are still listed, as not-found
     )
     seen = {}
     for block in show.stdout.split("\n\n"):
