@@ -49,6 +49,17 @@ class StepOutcome:
         return self.reason == "exited" and self.exit_code == 0
 
 
+def refuse_step(prepared: bool, step: Step, cancel: threading.Event) -> StepOutcome | None:
+    """The outcome of a step that must not start (every target's run_step asks first), or None."""
+    if not prepared:
+        return StepOutcome(None, "error", "the job was not prepared (or already cleaned up)")
+    if cancel.is_set():
+        return StepOutcome(None, "canceled", "canceled before the step started")
+    if step.timeout is not None and step.timeout <= 0:
+        return StepOutcome(None, "timeout", "no time left for this step")
+    return None
+
+
 class TargetError(Exception):
     """A clear, job-level error, e.g. 'image local/x:1 not found and pull_image is false'."""
 

@@ -59,6 +59,7 @@ from workflow_agent.targets.base import (
     StepOutcome,
     Target,
     TargetError,
+    refuse_step,
 )
 
 if TYPE_CHECKING:
@@ -191,12 +192,9 @@ class DockerTarget(Target):
     ) -> StepOutcome:
         with self._lock:
             state = self._jobs.get(job.job_id)
-        if state is None or state.container is None:
-            return StepOutcome(None, "error", "the job was not prepared (or already cleaned up)")
-        if cancel.is_set():
-            return StepOutcome(None, "canceled", "canceled before the step started")
-        if step.timeout is not None and step.timeout <= 0:
-            return StepOutcome(None, "timeout", "no time left for this step")
+        refused = refuse_step(state is not None and state.container is not None, step, cancel)
+        if refused:
+            return refused
         marker = _stepwrap.new_marker()
         parser = _stepwrap.StepStream(marker, on_line)
         cid = state.container.id

@@ -63,7 +63,14 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream as k8s_stream
 
 from workflow_agent.targets import _execpump, _k8spod, _stepwrap
-from workflow_agent.targets.base import JobSpec, Step, StepOutcome, Target, TargetError
+from workflow_agent.targets.base import (
+    JobSpec,
+    Step,
+    StepOutcome,
+    Target,
+    TargetError,
+    refuse_step,
+)
 
 if TYPE_CHECKING:
     from workflow_agent.config import AgentConfig
@@ -217,12 +224,9 @@ class KubernetesTarget(Target):
     ) -> StepOutcome:
         with self._lock:
             state = self._jobs.get(job.job_id)
-        if state is None:
-            return StepOutcome(None, "error", "the job was not prepared (or already cleaned up)")
-        if cancel.is_set():
-            return StepOutcome(None, "canceled", "canceled before the step started")
-        if step.timeout is not None and step.timeout <= 0:
-            return StepOutcome(None, "timeout", "no time left for this step")
+        refused = refuse_step(state is not None, step, cancel)
+        if refused:
+            return refused
         marker = _stepwrap.new_marker()
         parser = _stepwrap.StepStream(marker, on_line)
         argv = _stepwrap.wrapper_argv(step.run, marker, env_from_stdin=True)

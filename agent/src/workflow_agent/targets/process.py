@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from workflow_agent.targets import _jobdir, _procs
 from workflow_agent.targets._lines import LineSplitter
-from workflow_agent.targets.base import JobSpec, Step, StepOutcome, Target
+from workflow_agent.targets.base import JobSpec, Step, StepOutcome, Target, refuse_step
 
 if TYPE_CHECKING:
     from workflow_agent.config import AgentConfig
@@ -99,12 +99,9 @@ class ProcessTarget(Target):
     ) -> StepOutcome:
         with self._lock:
             state = self._jobs.get(job.job_id)
-        if state is None:
-            return StepOutcome(None, "error", "the job was not prepared (or already cleaned up)")
-        if cancel.is_set():
-            return StepOutcome(None, "canceled", "canceled before the step started")
-        if step.timeout is not None and step.timeout <= 0:
-            return StepOutcome(None, "timeout", "no time left for this step")
+        refused = refuse_step(state is not None, step, cancel)
+        if refused:
+            return refused
         work = state.jobdir.work
         try:
             proc = subprocess.Popen(
