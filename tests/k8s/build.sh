@@ -33,7 +33,7 @@ done
 tmp=$(mktemp -d "$CACHE_DIR/.build.XXXXXX")
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
-log "building Kubernetes $KUBE_VERSION from Go modules into $OUT (cold: ~20 min on 2 cores)"
+log "building Kubernetes $KUBE_VERSION from Go modules into $OUT (cold: 7-13 min on 2 cores, by load)"
 start=$(date +%s)
 (
   cd "$K8S_SRC/kube"
