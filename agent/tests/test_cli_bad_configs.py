@@ -1,4 +1,5 @@
-"""`workflow-agent check` on the corpus of bad configs in data/bad/: exit 2, one line, no secret.
+"""The corpus of bad configs in data/bad/ through `workflow-agent check` and `run` (the command
+services start): exit 2, one line naming the file, no secret, nothing written.
 
 Each file's first line says what the message must contain (`# expect: ...`). The real CLI runs
 as a subprocess, so a traceback or a stray second line would show.
@@ -17,15 +18,20 @@ FILES = sorted(BAD.glob("*.yaml.bad"))
 SPECIAL = {"empty.yaml.bad": "the file is empty"}
 
 
-def check(*args, env=None):
+def agent(command, *args, env=None, cwd=None):
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PULUMI_AGENT_")}
     return subprocess.run(
-        [sys.executable, "-m", "workflow_agent", "check", *args],
+        [sys.executable, "-m", "workflow_agent", command, *args],
         capture_output=True,
         text=True,
         env={**clean, **(env or {})},
+        cwd=cwd,
         timeout=120,
     )
+
+
+def check(*args, env=None):
+    return agent("check", *args, env=env)
 
 
 def expected(path: Path) -> str:
@@ -39,10 +45,11 @@ def test_corpus_is_big_enough():
     assert len(FILES) >= 30
 
 
+@pytest.mark.parametrize("command", ["check", "run"])
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
-def test_bad_config_exits_2_with_one_clear_line(path):
-    result = check("--config", str(path))
-    assert result.returncode == 2
+def test_bad_config_exits_2_with_one_clear_line(path, command, tmp_path):
+    result = agent(command, "--config", str(path), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
@@ -50,6 +57,7 @@ def test_bad_config_exits_2_with_one_clear_line(path):
     assert expected(path) in lines[0]
     assert "Traceback" not in result.stderr
     assert CORPUS_TOKEN not in result.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written, no job dir, no state
 
 
 @pytest.mark.parametrize(

@@ -1,79 +1,21 @@
 """The agent behind a proxy (HTTP_PROXY / NO_PROXY) and a TLS front with a private CA
-(ca_bundle, SSL_CERT_FILE), against the real emulator. The proxy and the TLS front are small
-real servers in this test; they forward every request to the emulator unchanged."""
+(ca_bundle, SSL_CERT_FILE), against the real emulator. The proxy and the TLS front are the
+small real forwarding server in recorder.py."""
 
 from __future__ import annotations
 
 import datetime
-import http.client
 import ipaddress
 import ssl
-import threading
-import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from agent_harness import WAIT, wait_for
+from recorder import Recorder
 
 x509 = pytest.importorskip("cryptography.x509", reason="cryptography builds the test CA")
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from cryptography.x509.oid import NameOID  # noqa: E402
-
-
-class Forwarder(ThreadingHTTPServer):
-    """Forwards each request to `upstream` (host, port); records the request lines."""
-
-    daemon_threads = True
-
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self.seen: list[str] = []
-        super().__init__(("127.0.0.1", 0), _Forward)
-        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return self.server_address[1]
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.shutdown()
-        self.server_close()
-
-
-class _Forward(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def _forward(self) -> None:
-        self.server.seen.append(f"{self.command} {self.path}")
-        path = urllib.parse.urlsplit(self.path)
-        target = path.path + (f"?{path.query}" if path.query else "")
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else None
-        headers = {
-            k: v for k, v in self.headers.items() if k.lower() not in ("host", "proxy-connection")
-        }
-        conn = http.client.HTTPConnection(*self.server.upstream, timeout=60)
-        conn.request(self.command, target, body=body, headers=headers)
-        resp = conn.getresponse()
-        data = resp.read()
-        self.send_response(resp.status)
-        for key, value in resp.getheaders():
-            if key.lower() not in ("transfer-encoding", "connection", "content-length"):
-                self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-        conn.close()
-
-    do_GET = do_POST = do_PATCH = _forward  # noqa: N815 - the http.server API
-
-    def log_message(self, *args) -> None:
-        pass
 
 
 def run_one_job(emu, agent):
@@ -84,18 +26,19 @@ def run_one_job(emu, agent):
 
 
 def test_http_proxy_is_used_and_no_proxy_bypasses_it(emu, make_agent):
-    with Forwarder(("127.0.0.1", emu.port)) as proxy:
-        env = {"HTTP_PROXY": f"http://127.0.0.1:{proxy.port}"}
+    with Recorder(("127.0.0.1", emu.port)) as proxy:
+        env = {"HTTP_PROXY": proxy.url}
         agent = make_agent("proxied").start(env=env)
         run_one_job(emu, agent)
-        assert any(s.startswith(f"GET {emu.url}/api/deployments/poll") for s in proxy.seen)
-        assert any("/heartbeat" in s for s in proxy.seen)
+        seen = [f"{x.method} {x.target}" for x in proxy.recorded()]
+        assert any(s.startswith(f"GET {emu.url}/api/deployments/poll") for s in seen)
+        assert any("/heartbeat" in s for s in seen)
         agent.stop()
 
-        before = len(proxy.seen)
+        before = len(proxy.recorded())
         direct = make_agent("direct").start(env={**env, "NO_PROXY": "127.0.0.1"})
         run_one_job(emu, direct)
-        assert len(proxy.seen) == before
+        assert len(proxy.recorded()) == before
 
 
 def make_ca(directory):
@@ -154,7 +97,7 @@ def make_ca(directory):
 @pytest.fixture
 def tls_front(emu, tmp_path):
     ca = make_ca(tmp_path)
-    front = Forwarder(("127.0.0.1", emu.port))
+    front = Recorder(("127.0.0.1", emu.port))
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(tmp_path / "server.pem", tmp_path / "server.key")
     front.socket = ctx.wrap_socket(front.socket, server_side=True)

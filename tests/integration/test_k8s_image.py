@@ -17,17 +17,16 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+from agent_harness import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = shutil.which("/usr/bin/docker") or shutil.which("docker") or "docker"
 IMAGE = "local/workflow-agent"
 EMULATOR_IMAGE = "local/workflow-emulator:latest"
-WAIT = 120.0  # generous deadlines for a loaded 2-core machine
 AGENT_UID = "10001"
 
 
@@ -40,17 +39,6 @@ def docker(*args: str, check: bool = True, env: dict | None = None, timeout: flo
         env=env,
         timeout=timeout,
     )
-
-
-def wait_for(predicate, what: str, timeout: float = WAIT):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} not reached within {timeout:g}s")
-        time.sleep(0.3)
 
 
 def agent_version() -> str:
@@ -126,7 +114,7 @@ def setup(image):
             except httpx.HTTPError:
                 return False
 
-        wait_for(emulator_up, "the emulator answering")
+        wait_for(emulator_up, what="the emulator answering")
         docker(
             "run", "-d", "--name", names["agent"], "--network", names["net"],
             "-e", "PULUMI_AGENT_TOKEN",
@@ -171,7 +159,7 @@ def test_runs_healthy_and_does_a_job(setup):
         except httpx.HTTPError:
             return False
 
-    wait_for(healthz, "agent /healthz 200")
+    wait_for(healthz, what="agent /healthz 200")
     assert httpx.get(setup["agent_url"] + "/readyz", timeout=5).json() == {"status": "ready"}
 
     # PID 1 is tini; the agent runs under it as the image's non-root user.
@@ -191,7 +179,7 @@ def test_runs_healthy_and_does_a_job(setup):
     online = wait_for(
         lambda: [a for a in emu.get("/admin/agents", online_within=60)["agents"]
                  if a["instance"] == "image-test"],
-        "the agent online at the emulator",
+        what="the agent online at the emulator",
     )  # fmt: skip
     assert online[0]["version"] == agent_version()
 
@@ -202,7 +190,7 @@ def test_runs_healthy_and_does_a_job(setup):
             in ("succeeded", "failed", "canceled")
             and j
         ),
-        "the job finished",
+        what="the job finished",
     )
     assert done["status"] == "succeeded", done
     assert done["steps"][0]["logs"] == [f"hello from {AGENT_UID}"]
@@ -217,7 +205,7 @@ def test_sigterm_drains_and_exits_0(setup):
     docker("kill", "--signal", "TERM", name)
     wait_for(
         lambda: docker("inspect", "-f", "{{.State.Running}}", name).stdout.strip() == "false",
-        "the agent container stopped",
+        what="the agent container stopped",
     )
     state = json.loads(docker("inspect", "-f", "{{json .State}}", name).stdout)
     assert state["ExitCode"] == 0, docker("logs", name).stderr[-2000:]

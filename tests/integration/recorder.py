@@ -1,7 +1,8 @@
 """A recording HTTP proxy: forwards every request to the emulator unchanged and keeps both
-directions (headers and bodies). The secrets test uses it to learn every credential that went
-over the wire (job tokens, OIDC tokens, the exchanged access token) so that it can look for
-each one everywhere else."""
+directions (headers and bodies). It serves as the agent's HTTP_PROXY and as a TLS front
+(test_agent_network.py), and the secrets test (tests/reliability) uses it to learn every
+credential that went over the wire (job tokens, OIDC tokens, the exchanged access token) so
+that it can look for each one everywhere else."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 @dataclass
 class Exchange:
     method: str
+    target: str  # as sent: the absolute URL when the client used us as its proxy
     path: str
     request_headers: dict[str, str]
     request_body: bytes
-    status: int
-    response_body: bytes
+    status: int = 0  # 0 and no body until the upstream has answered
+    response_body: bytes = b""
 
 
 class Recorder(ThreadingHTTPServer):
@@ -33,8 +35,12 @@ class Recorder(ThreadingHTTPServer):
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> Recorder:
         self.thread.start()
@@ -61,6 +67,10 @@ class _Forward(BaseHTTPRequestHandler):
         headers = {
             k: v for k, v in self.headers.items() if k.lower() not in ("host", "proxy-connection")
         }
+        # Recorded on arrival, so that a request is seen even if its client goes away.
+        exchange = Exchange(self.command, self.path, target, dict(headers), body)
+        with self.server.lock:
+            self.server.exchanges.append(exchange)
         conn = http.client.HTTPConnection(*self.server.upstream, timeout=120)
         try:
             conn.request(self.command, target, body=body or None, headers=headers)
@@ -68,10 +78,7 @@ class _Forward(BaseHTTPRequestHandler):
             data = resp.read()
         finally:
             conn.close()
-        with self.server.lock:
-            self.server.exchanges.append(
-                Exchange(self.command, target, dict(headers), body, resp.status, data)
-            )
+        exchange.status, exchange.response_body = resp.status, data
         self.send_response(resp.status)
         for key, value in resp.getheaders():
             if key.lower() not in ("transfer-encoding", "connection", "content-length"):
