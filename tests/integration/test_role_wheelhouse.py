@@ -20,6 +20,8 @@ bw = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bw)
 
 PINS = FILES / "wheelhouse-constraints.txt"
+# The platform arguments of a Debian 12 x86_64 host.
+DEBIAN12_X86 = ["--system", "linux", "--machine", "x86_64", "--python", "3.11", "--libc", "2.36"]
 
 
 def env(python="3.11", system="linux", machine="x86_64"):
@@ -91,14 +93,7 @@ def test_wrong_version_is_one_clear_line(tmp_path, capsys):
             str(tmp_path),
             "--version",
             "0.0.0-not-this",
-            "--system",
-            "linux",
-            "--machine",
-            "x86_64",
-            "--python",
-            "3.11",
-            "--libc",
-            "2.36",
+            *DEBIAN12_X86,
         ]
     )
     err = capsys.readouterr().err
@@ -115,14 +110,7 @@ def test_not_an_agent_source_is_one_clear_line(tmp_path, capsys):
             str(PINS),
             "--cache",
             str(tmp_path / "c"),
-            "--system",
-            "linux",
-            "--machine",
-            "x86_64",
-            "--python",
-            "3.11",
-            "--libc",
-            "2.36",
+            *DEBIAN12_X86,
         ]
     )
     assert rc == 1

@@ -175,33 +175,30 @@ def test_bad_answers_while_a_job_runs_do_not_lose_it(agents, tmp_path, route, an
         stop_cleanly(agent)
 
 
+def polls_again(server, what: str) -> None:
+    """A second poll arrives within 60 s: the bad answer to the first did not park the agent."""
+    wait_for(lambda: len(server.seen("GET", "/api/deployments/poll")) >= 2, timeout=60, what=what)
+
+
 def test_slow_loris_headers_do_not_stall_polling(agents, tmp_path):
     """A server that trickles its response headers, a byte at a time but each byte within the
-    read timeout, must not hold a poll beyond request_timeout (2s here).
-
-    Known bug (reported): httpx's timeouts are per socket read, and the client checks its own
-    deadline only while reading a body, so this poll waits until the headers end (~14 h at this
-    pace). The deadline below is 30 times request_timeout."""
+    read timeout, must not hold a poll beyond request_timeout (2s here). httpx's timeouts are
+    per socket read, so the client puts one deadline on each whole attempt; without it this poll
+    would wait until the headers end (~14 h at this pace). The wait below is 30 times
+    request_timeout."""
     with BadServer() as server:
         server.script("poll", Bad(200, b"{}", mode="trickle-headers", every=0.5))
         agent = bad_agent(server, tmp_path, "loris", request_retry_count=0)
         agents.append(agent.start())
         wait_for(lambda: server.left("poll") == 0, what="the slow answer started")
-        wait_for(
-            lambda: len(server.seen("GET", "/api/deployments/poll")) >= 2,
-            timeout=60,
-            what="a poll after the slow loris (request_timeout is 2s)",
-        )
+        polls_again(server, "a poll after the slow loris (request_timeout is 2s)")
         stop_cleanly(agent)
 
 
 def test_server_text_is_logged_without_control_characters(agents, tmp_path):
     """Text from the server (error bodies, step names) reaches the agent's log as printable
     text: no terminal escape sequences or NUL bytes that a hostile or broken server could plant
-    in an operator's terminal.
-
-    Known bug (reported): error bodies keep their control characters (client.py _status_error),
-    and step names are logged as they come."""
+    in an operator's terminal (logsetup escapes them in every message)."""
     with BadServer() as server:
         server.script(
             "poll",
@@ -233,9 +230,5 @@ def test_a_huge_retry_after_on_an_empty_poll_does_not_stop_polling(agents, tmp_p
         agent = bad_agent(server, tmp_path, "retry-after", request_retry_count=0)
         agents.append(agent.start())
         wait_for(lambda: server.left("poll") == 0, what="the answer used")
-        wait_for(
-            lambda: len(server.seen("GET", "/api/deployments/poll")) >= 2,
-            timeout=60,
-            what="a poll after the huge Retry-After",
-        )
+        polls_again(server, "a poll after the huge Retry-After")
         stop_cleanly(agent)
