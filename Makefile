@@ -72,7 +72,7 @@ bench: bootstrap
 
 # Long variants of the reliability suite (10,000 jobs over 50 agents; chaos).
 soak: bootstrap
-	bash scripts/stage.sh soak -- '$(ACTIVATE) WFA_SOAK=1 pytest -q -p no:cacheprovider --junitxml=$(STATE)/junit/soak.xml tests/reliability/test_claims.py tests/reliability/test_chaos.py'
+	bash scripts/stage.sh soak -- '$(ACTIVATE) WFA_SOAK=1 pytest -q --junitxml=$(STATE)/junit/soak.xml tests/reliability/test_claims.py tests/reliability/test_chaos.py'
 
 k8s-up: engine
 	bash tests/k8s/up.sh

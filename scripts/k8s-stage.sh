@@ -14,9 +14,9 @@ fi
 bash tests/k8s/up.sh || exit 1
 export KUBECONFIG=$K8S/kubeconfig
 rc=0
-pytest -q -p no:cacheprovider --junitxml="$STATE/junit/k8s.xml" \
+pytest -q --junitxml="$STATE/junit/k8s.xml" \
   tests/k8s agent/tests/targets/test_kubernetes.py || rc=1
-pytest -q -p no:cacheprovider --junitxml="$STATE/junit/k8s-contract.xml" \
+pytest -q --junitxml="$STATE/junit/k8s-contract.xml" \
   agent/tests/targets/test_contract.py -k kubernetes || rc=1
 bash scripts/molecule.sh kind || rc=1
 if [ "$was_up" = 0 ]; then bash tests/k8s/down.sh || rc=1; fi

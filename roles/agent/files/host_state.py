@@ -6,7 +6,8 @@ expectations the host does not meet (directories and files: type, owner, group, 
 sha1; the agent's user; the instances' systemd states), stat-like facts of the files the role
 compares itself, and the instances' health. The role then runs its ordinary
 modules only for what differs, so a converge that changes nothing costs this one call; when in
-doubt an expectation counts as unmet, and the module decides. It never prints file contents.
+doubt an expectation counts as unmet, and the module decides. It prints no file contents but
+the first 4 KiB of the files named in `reads` (the role names only its wheelhouse marker).
 
 Runs on any Python 3.7 or later the host has (RHEL 9's and macOS's own 3.9 too), standard
 library only.
