@@ -90,3 +90,23 @@ def test_bad_env_var_names_the_variable(tmp_path):
         'PULUMI_AGENT_POLLING_INTERVAL: polling_interval: "soon" is not a duration '
         "(examples: 30s, 1m, 1h30m)\n"
     )
+
+
+def test_undecodable_env_bytes_name_the_variable(tmp_path):
+    """Bytes that are not UTF-8 reach os.environ as lone surrogates: one clear line, too."""
+    good = tmp_path / "ok.yaml"
+    good.write_text(f"token: {CORPUS_TOKEN}\n")
+    env = {
+        os.fsencode(k): os.fsencode(v)
+        for k, v in os.environ.items()
+        if not k.startswith("PULUMI_AGENT_")
+    }
+    env[b"PULUMI_AGENT_SERVICE_URL"] = b"https://api.example/\xff"
+    result = subprocess.run(
+        [sys.executable, "-m", "workflow_agent", "check", "--config", str(good)],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr == b"PULUMI_AGENT_SERVICE_URL: service_url: not valid UTF-8 text\n"

@@ -422,11 +422,26 @@ def _unknown_key_reason(key: Any) -> str:
     return f'unknown key; did you mean "{close[0]}"?' if close else "unknown key"
 
 
+def _is_text(value: Any) -> bool:
+    if not isinstance(value, str):
+        return True  # not a string: the schema judges it
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _validate(data: dict, origins: dict[str, str], default_source: str) -> AgentConfig:
     for key in data:
         if key not in ALL_KEYS and key not in IGNORED_KEYS:
             raise ConfigError(origins.get(key, default_source), str(key), _unknown_key_reason(key))
     values = {k: v for k, v in data.items() if k in ALL_KEYS and v is not None}
+    for key, value in values.items():
+        # Lone surrogates (undecodable bytes in an environment variable, or a YAML "\ud800")
+        # are not text: pydantic cannot even render its error about them.
+        if any(not _is_text(v) for v in (value if isinstance(value, list) else [value])):
+            raise ConfigError(origins.get(key, default_source), key, "not valid UTF-8 text")
     try:
         return AgentConfig(**values)
     except ValidationError as exc:
