@@ -13,7 +13,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 help:
 	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
 	@echo "make demo-down  tear the demo down"
-	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule)"
+	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule, k8s)"
 	@echo "make lint | sanity | units | pytest | galaxy | molecule | k8s | bench | soak | k8s-up | k8s-down"
 
 venv: $(VENV)/.stamp
