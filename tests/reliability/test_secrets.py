@@ -43,7 +43,7 @@ STEPS = [
         "name": "env",
         "run": (
             f'printf "{ENV_MARK}"; env | base64 -w0; echo; echo "secret is $SECRET_ONE"; '
-            "while [ ! -e gate ]; do sleep 0.1; done"
+            "touch started; while [ ! -e gate ]; do sleep 0.1; done"
         ),
     },
     {"name": "after", "run": "echo done"},
@@ -141,8 +141,14 @@ def run_and_scan(emu, agents, tmp_path, cases: list[Case], extra_secrets: dict[s
                     "credentials": {"username": "u", "password": {"secret": REGISTRY_PASSWORD}},
                 },
             )
-        # While every job's step runs (held by its gate): job environments, ps, files.
+        # While every job's step runs (held by its gate): job environments, ps, files. Wait for
+        # the step's own marker first: a snapshot taken earlier can catch the agent's child
+        # between fork and exec, which still holds the agent's environment, not the job's.
         for case in cases:
+            wait_for(
+                lambda c=case: any((c.agent.dir / "jobs").glob("*/work/started")),
+                what=f"{case.agent.name} job step started",
+            )
             case.snapshots.update(
                 wait_for(lambda c=case: job_environments(c), what=f"{case.agent.name} job running")
             )
