@@ -11,6 +11,7 @@ import signal
 
 from rel_harness import (
     SOAK,
+    TERMINAL,
     WAIT,
     assert_no_crash,
     emulator,
@@ -39,9 +40,10 @@ SETTINGS = {
     "polling_interval": "300ms",
     "job_status_loop_interval": "1s",
     "request_timeout": "10s",
-    # 7 attempts: a call then fails for good once in ~1,600 (0.35^7), so the few calls a job
-    # cannot do without (its definition, its final status) practically always get through.
-    "request_retry_count": 6,
+    # 10 attempts: a call then fails for good once in ~36,000 (0.35^10), so the few calls a
+    # job cannot do without (its definition, its step and final status) practically always
+    # get through. (With 7, once in ~1,600: a gated job's lost "running" report failed a CI run.)
+    "request_retry_count": 9,
     "request_retry_wait": "100ms",
     "request_retry_max_wait": "1s",
     "circuit_breaker_failures": BREAKER_FAILURES,
@@ -65,6 +67,26 @@ def quick_jobs(emu, count: int, tag: str) -> list[str]:
     )
 
 
+def wait_running(emu, agents, ids: list[str]) -> None:
+    """Wait until every job runs. A job that ends before its gate opens, or a wait that times
+    out, fails the test with what the emulator knows of the jobs and what the agents warned."""
+
+    def all_running() -> bool:
+        jobs = [emu.job(j) for j in ids]
+        ended = [j for j in jobs if j["status"] in TERMINAL]
+        assert not ended, f"gated jobs ended before their gate opened: {ended}"
+        return all(j["status"] == "running" for j in jobs)
+
+    try:
+        wait_for(all_running, timeout=WAIT * 2, what="gated jobs running")
+    except TimeoutError as exc:
+        jobs = [
+            {k: emu.job(j)[k] for k in ("id", "status", "agent", "steps", "events")} for j in ids
+        ]
+        warned = [line for a in agents for line in a.stderr.splitlines() if " info " not in line]
+        raise AssertionError(f"{exc}: {jobs}; agents' warnings: {warned[-40:]}") from None
+
+
 def test_faults_and_a_restart_leave_every_job_terminal_and_every_agent_alive(agents, tmp_path):
     gate = tmp_path / "gate"
     with emulator(tmp_path, heartbeat_timeout=f"{HEARTBEAT_TIMEOUT}s") as emu:
@@ -81,11 +103,7 @@ def test_faults_and_a_restart_leave_every_job_terminal_and_every_agent_alive(age
             ],
         )
         before = quick_jobs(emu, QUICK, "before")
-        wait_for(
-            lambda: all(emu.job(j)["status"] == "running" for j in gated),
-            timeout=WAIT * 2,
-            what="gated jobs running",
-        )
+        wait_running(emu, agents, gated)
         wait_terminal(emu, QUICK, timeout=WAIT * 3, what="jobs before the restart")
 
         # Outage: every agent's breaker opens and /healthz turns 503, then the emulator comes
