@@ -42,7 +42,7 @@ SETTINGS = {
     "request_timeout": "10s",
     # 10 attempts: a call then fails for good once in ~36,000 (0.35^10), so the few calls a
     # job cannot do without (its definition, its step and final status) practically always
-    # get through. (With 7, once in ~1,600: a gated job's lost "running" report failed a CI run.)
+    # get through. (With 7, once in ~1,600: most likely what left a gated job unstarted in CI.)
     "request_retry_count": 9,
     "request_retry_wait": "100ms",
     "request_retry_max_wait": "1s",
