@@ -96,17 +96,11 @@ def test_undecodable_env_bytes_name_the_variable(tmp_path):
     """Bytes that are not UTF-8 reach os.environ as lone surrogates: one clear line, too."""
     good = tmp_path / "ok.yaml"
     good.write_text(f"token: {CORPUS_TOKEN}\n")
-    env = {
-        os.fsencode(k): os.fsencode(v)
-        for k, v in os.environ.items()
-        if not k.startswith("PULUMI_AGENT_")
-    }
-    env[b"PULUMI_AGENT_SERVICE_URL"] = b"https://api.example/\xff"
-    result = subprocess.run(
-        [sys.executable, "-m", "workflow_agent", "check", "--config", str(good)],
-        capture_output=True,
-        env=env,
-        timeout=120,
+    # fsdecode/fsencode round-trip: the child gets the raw byte 0xff in its environment.
+    result = check(
+        "--config",
+        str(good),
+        env={"PULUMI_AGENT_SERVICE_URL": os.fsdecode(b"https://api.example/\xff")},
     )
     assert result.returncode == 2
-    assert result.stderr == b"PULUMI_AGENT_SERVICE_URL: service_url: not valid UTF-8 text\n"
+    assert result.stderr == "PULUMI_AGENT_SERVICE_URL: service_url: not valid UTF-8 text\n"

@@ -63,14 +63,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream as k8s_stream
 
 from workflow_agent.targets import _execpump, _k8spod, _stepwrap
-from workflow_agent.targets.base import (
-    JobSpec,
-    Step,
-    StepOutcome,
-    Target,
-    TargetError,
-    refuse_step,
-)
+from workflow_agent.targets.base import JobSpec, Step, StepOutcome, Target, TargetError, refuse_step
 
 if TYPE_CHECKING:
     from workflow_agent.config import AgentConfig
