@@ -1,5 +1,5 @@
 """Shared pieces of the benchmarks: the machine, /proc readings, percentiles, and the real
-emulator and agent processes (the same harness the tests use: tests/integration/agent_harness.py).
+emulator and agent processes (the same harness the tests use: tests/system/agent_harness.py).
 
 Benchmarks print figures; they never pass or fail on a time.
 """
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "tests" / "system"))
 
 from agent_harness import AgentProcess, Emulator, wait_for  # noqa: E402
 

@@ -27,5 +27,5 @@ echo "-- antsibull-docs lint-collection-docs"
 antsibull-docs lint-collection-docs --plugin-docs "$INSTALLED/ansible_collections/selfhosted/workflow_agent"
 echo "-- playbook from the installed copy"
 cd "$STATE" && ansible-playbook -i localhost, -c local \
-  "$OLDPWD/tests/integration/galaxy_smoke.yml" -e "smoke_dir=$STATE/galaxy-smoke" \
+  "$OLDPWD/tests/system/galaxy_smoke.yml" -e "smoke_dir=$STATE/galaxy-smoke" \
   -e "ansible_python_interpreter=$(command -v python)"  # the venv's: discovery may pick a pyenv shim

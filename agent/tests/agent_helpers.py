@@ -2,7 +2,7 @@
 
 `Script` is an httpx.MockTransport: the transport is the unit boundary of the protocol client,
 so retry, backoff and breaker schedules can be checked exactly, with an injected clock and no
-sleeping. Everything end to end runs against the real emulator (tests/integration).
+sleeping. Everything end to end runs against the real emulator (tests/system).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """jobs.Watch: heartbeat and status-check schedule, cancellation, health activity.
 
 The service is scripted at the transport (agent_helpers.Script); time is a FakeClock, so five
-minutes of schedule run in microseconds. Full job runs are in tests/integration.
+minutes of schedule run in microseconds. Full job runs are in tests/system.
 """
 
 import logging

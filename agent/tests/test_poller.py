@@ -1,7 +1,7 @@
 """poller: idle waits and jitter, Retry-After, auth back-off, breaker pauses, slots, single_run.
 
 The service is scripted at the transport (agent_helpers.Script); the job runner is a recorder
-(job execution is covered by tests/integration against the real emulator).
+(job execution is covered by tests/system against the real emulator).
 """
 
 import email.utils

@@ -1,7 +1,7 @@
 """runner.Supervisor: SIGTERM drains, drain_timeout cancels, a second signal or SIGQUIT cancels now.
 
 The agent is a recorder and time a FakeClock; the real signals are sent to a real agent process
-in tests/integration/test_agent_e2e.py.
+in tests/system/test_agent_e2e.py.
 """
 
 from workflow_agent.clock import FakeClock

@@ -65,9 +65,10 @@ options:
     default: false
   current:
     description:
-      - What the caller already knows of O(dest) on the host, in the shape of M(ansible.builtin.stat)'s
-        C(stat) result with a sha1 C(checksum) (C(exists), C(isreg), C(checksum), C(mode),
-        C(pw_name), C(gr_name)), for example from a look at the host earlier in the play.
+      - What the caller already knows of O(dest) on the host, in the shape of
+        M(ansible.builtin.stat)'s C(stat) result with a sha1 C(checksum) (C(exists), C(isreg),
+        C(checksum), C(mode), C(pw_name), C(gr_name)), for example from a look at the host
+        earlier in the play.
       - When it shows the file with the rendered content, O(mode), O(owner) and O(group), the
         module does not contact the host at all. Otherwise, or without it, the module looks at
         the host itself (one M(ansible.builtin.stat)), and writes only when the file differs.

@@ -1,5 +1,5 @@
 """Reliability fixtures: a fresh real emulator per test (chaos restarts it, claims fill it with
-thousands of jobs), and real agent processes (tests/integration/agent_harness.py)."""
+thousands of jobs), and real agent processes (tests/system/agent_harness.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Helpers of the reliability suite, on top of tests/integration/agent_harness.py (the one way
+"""Helpers of the reliability suite, on top of tests/system/agent_harness.py (the one way
 tests start real `workflow-agent run` processes); nothing here duplicates it.
 
 Named `rel_harness`, not `conftest`: `make pytest` runs several test trees in one session.
@@ -8,23 +8,20 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.append(str(REPO / "tests" / "integration"))
-sys.path.append(str(REPO / "agent" / "tests" / "targets"))
-
-from agent_harness import (  # noqa: E402
+from agent_harness import (
     WAIT,
     AgentProcess,
     Emulator,
     agent_command,
     wait_for,
 )
-from target_harness import JOB_IMAGE, docker_available  # noqa: E402
-from workflow_emulator.testing import TERMINAL  # noqa: E402
+from target_harness import JOB_IMAGE, docker_available
+from workflow_emulator.testing import TERMINAL
+
+REPO = Path(__file__).resolve().parents[2]
 
 __all__ = [
     "REPO",

@@ -1,6 +1,6 @@
 """Drain: SIGTERM while jobs run. Every running job completes and is reported succeeded, nothing
 is claimed after the signal (deployment and lease pollers alike, with work still queued), and
-the agent exits 0 without reaching drain_timeout. Extends tests/integration/test_agent_e2e.py
+the agent exits 0 without reaching drain_timeout. Extends tests/system/test_agent_e2e.py
 (one slot, process target) to busy slots of both kinds, and to the docker target.
 """
 

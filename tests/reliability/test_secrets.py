@@ -8,7 +8,7 @@ snapshots, job environments (/proc/<pid>/environ, `docker inspect`, the env each
 secret are 0600. Only allowlisted host variables (+ DOCKER_HOST) reach a job.
 
 (The `agent_config` action plugin at -vvv with --diff is scanned by
-tests/integration/test_plugins_agent_config.py; the full converge and journal scan is Molecule's.)
+tests/system/test_plugins_agent_config.py; the full converge and journal scan is Molecule's.)
 """
 
 from __future__ import annotations

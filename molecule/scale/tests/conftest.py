@@ -1,6 +1,2 @@
-import pathlib
-import sys
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "shared"))
-
-from wfa_testlib import emulator, pool_token  # noqa: E402,F401 - fixtures
+# wfa_testlib is on pytest's pythonpath (the repository's pytest.ini).
+from wfa_testlib import emulator, pool_token  # noqa: F401 - fixtures

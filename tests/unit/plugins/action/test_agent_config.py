@@ -2,7 +2,7 @@
 
 The pure parts (render, mask, diff, validate) run against the real vendored schema. run() is
 driven with a stand-in for the host side (slurp and the copy action): a unit test has no host.
-tests/integration/test_plugins_agent_config.py runs the plugin for real through ansible-playbook.
+tests/system/test_plugins_agent_config.py runs the plugin for real through ansible-playbook.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The metrics text comes from the agent's own Metrics class (vendored source), so the names the
 module reads are the names the agent writes. HTTP answers are stand-ins here; the integration
-test (tests/integration/test_plugins_agent_info.py) reads real agents.
+test (tests/system/test_plugins_agent_info.py) reads real agents.
 """
 
 from __future__ import annotations

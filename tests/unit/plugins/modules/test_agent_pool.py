@@ -1,7 +1,7 @@
 """agent_pool request logic: which calls, with what, and what each answer means.
 
 The service is a stand-in that records requests and answers from a small in-memory pool list;
-tests/integration/test_plugins_agent_pool.py drives the module against the real emulator.
+tests/system/test_plugins_agent_pool.py drives the module against the real emulator.
 """
 
 from __future__ import annotations

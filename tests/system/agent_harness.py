@@ -1,4 +1,4 @@
-"""Helpers of the integration tests: real `workflow-agent run` processes and deadline waits.
+"""Helpers of the system tests: real `workflow-agent run` processes and deadline waits.
 
 Import these from `agent_harness`, not from `conftest`: `make pytest` runs several test trees
 in one session, and the module name `conftest` then belongs to whichever tree loaded last.
@@ -20,11 +20,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-try:
-    from workflow_emulator.testing import Emulator
-except ImportError:  # not pip-installed: use the source tree
-    sys.path.insert(0, str(REPO / "tests" / "emulator" / "src"))
-    from workflow_emulator.testing import Emulator
+from workflow_emulator.testing import Emulator  # noqa: E402 - pip install -e tests/emulator
 
 WAIT = 120.0  # seconds: generous deadlines for a loaded 2-core machine
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")

@@ -285,7 +285,6 @@ def test_objects_per_namespace_and_replicas_from_the_pool_planner(rendered):
 
 def kubernetes_target_rbac() -> dict[str, set[str]]:
     """The verbs the kubernetes target's docstring lists (its RBAC contract), by resource."""
-    sys.path.insert(0, str(REPO / "agent" / "src"))
     from workflow_agent.targets import kubernetes as target
 
     doc = target.__doc__
@@ -403,7 +402,6 @@ def test_configmap_holds_a_config_the_agent_accepts_and_no_secret(rendered, tmp_
 
 def test_worker_pod_patch_is_what_the_kubernetes_target_loads(rendered, tmp_path):
     """worker-pod.json goes through the target's own loader and pod renderer."""
-    sys.path.insert(0, str(REPO / "agent" / "src"))
     from workflow_agent.targets import _k8spod
     from workflow_agent.targets.base import JobSpec
 
