@@ -81,11 +81,6 @@ class Job:
     def heartbeat(self) -> httpx.Response:
         return self._raw("POST", "/heartbeat", b"")
 
-    def finish(self, status: str, reason: str = "") -> httpx.Response:
-        return self._raw(
-            "PATCH", "/status", json.dumps({"status": status, "reason": reason}).encode()
-        )
-
 
 def metric(text: str, name: str, **labels: str) -> float:
     """One sample's value from Prometheus text (0 when absent): counters are compared by delta."""

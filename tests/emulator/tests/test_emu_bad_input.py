@@ -49,6 +49,7 @@ def world(emu):
         },
         "right": {
             "/api/workflow/jobs": f"token {claim['jobToken']}",
+            "/api/deployments/executor": f"token {claim['jobToken']}",
             "/api/orgs": f"token {emu.admin_token}",
             "/admin": f"Bearer {emu.admin_token}",
             "/api": f"token {emu.pool_token}",
@@ -122,7 +123,7 @@ def test_every_route_every_bad_input_is_4xx_json(emu, world):
     [
         ("bad_json", 400),
         ("unknown_job", 404),
-        ("wrong_pool_token", 401),
+        ("wrong_pool_token", 403),  # on the poll: the one error the spec lists
         ("wrong_job_token", 401),
         ("log_offset_gap", 409),
         ("bad_admin_args", 400),

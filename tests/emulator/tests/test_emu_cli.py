@@ -129,7 +129,7 @@ def test_access_log_is_json_lines_without_tokens(tmp_path):
     ):
         assert secret not in text
     polls = [x for x in lines if x["route"] == "/api/deployments/poll"]
-    assert [x["status"] for x in polls] == ["200", "401", "503"]
+    assert [x["status"] for x in polls] == ["200", "403", "503"]
     assert polls[0]["agent"] == "logger/2" and polls[2]["fault"] == "503"
     assert {"ts", "method", "path", "route", "status", "ms", "client"} <= set(lines[0])
 
@@ -143,7 +143,7 @@ def test_metrics_counts_claim_latency_queue_depth(emu, agent):
     poll = {"method": "GET", "route": "/api/deployments/poll"}
     req = "emulator_requests_total"
     assert metric(after, req, code="200", **poll) - metric(before, req, code="200", **poll) == 1
-    assert metric(after, req, code="401", **poll) - metric(before, req, code="401", **poll) == 1
+    assert metric(after, req, code="403", **poll) - metric(before, req, code="403", **poll) == 1
     lat = "emulator_claim_latency_seconds_count"
     assert metric(after, lat, type="deployment") - metric(before, lat, type="deployment") == 1
     assert metric(after, "emulator_queue_depth", pool="default", type="deployment") == 2

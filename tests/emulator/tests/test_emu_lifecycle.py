@@ -1,5 +1,8 @@
-"""A job's life over the wire: definition, steps, logs, heartbeats, result, cancel, timeouts."""
+"""A job's life over the wire: definition, steps, logs, heartbeats, outcome, cancel, timeouts.
 
+There is no job-level status call [RE]: the job's outcome follows from its step reports."""
+
+import httpx
 from emu_helpers import STEPS
 
 
@@ -31,8 +34,8 @@ def test_full_lifecycle_as_the_agent_drives_it(emu, agent):
     assert job.step(1, "succeeded").status_code == 200
     assert job.step(2, "running").status_code == 200
     assert job.logs(2, 0, ["deployed"]).json() == {"offset": 1}
-    assert job.step(2, "succeeded").status_code == 200
-    assert job.finish("succeeded").status_code == 200
+    assert agent.status(claim).json() == "running"
+    assert job.step(2, "succeeded").status_code == 200  # the last step: the job succeeded
     assert agent.status(claim).json() == "succeeded"
 
     view = emu.job(job_id)
@@ -72,20 +75,40 @@ def test_step_reports_are_idempotent_and_final(emu, agent):
     assert job.step(1, "failed").status_code == 200
     again = job.step(1, "succeeded")
     assert again.status_code == 409 and "already failed" in again.json()["error"]
-    assert job.finish("failed", "step 1 exited 3").status_code == 200
-    assert job.finish("failed").status_code == 200
-    assert job.finish("succeeded").status_code == 409
 
 
-def test_failed_step_leaves_later_steps_not_started(emu, agent):
+def test_failed_step_fails_the_job_and_leaves_later_steps_not_started(emu, agent):
+    job_id = emu.create_job(STEPS)
+    claim = agent.claim()
+    job = agent.job(claim)
+    job.step(1, "running")
+    job.logs(1, 0, ["compiling", "[workflow-agent] step failed: exit code 3"])
+    job.step(1, "failed")
+    view = emu.job(job_id)
+    assert view["status"] == "failed" and view["result"] == "failed"
+    assert view["reason"] == "step 1 (build) failed: [workflow-agent] step failed: exit code 3"
+    assert [s["status"] for s in view["steps"]] == ["failed", "not-started"]
+    assert agent.status(claim).json() == "failed"
+
+
+def test_skipped_steps_count_as_done(emu, agent):
     job_id = emu.create_job(STEPS)
     job = agent.job(agent.claim())
-    job.step(1, "running")
-    job.step(1, "failed")
-    job.finish("failed", "build failed")
+    job.step(1, "succeeded")
+    assert emu.job(job_id)["status"] != "succeeded"  # step 2 has not reported
+    job.step(2, "skipped")
+    assert emu.job(job_id)["status"] == "succeeded"
+
+
+def test_step_0_is_not_needed_for_the_outcome(emu, agent):
+    """The runner skips step 0 (reserved for the source checkout) and reports nothing for it."""
+    job_id = emu.create_job(STEPS)
+    job = agent.job(agent.claim())
+    for index in (1, 2):
+        job.step(index, "running")
+        job.step(index, "succeeded")
     view = emu.job(job_id)
-    assert view["status"] == "failed" and view["reason"] == "build failed"
-    assert [s["status"] for s in view["steps"]] == ["failed", "not-started"]
+    assert view["status"] == "succeeded" and view["reason"] == ""
 
 
 def test_cancel_a_running_job_reads_failed_on_the_wire_canceled_in_admin(emu, agent):
@@ -97,9 +120,8 @@ def test_cancel_a_running_job_reads_failed_on_the_wire_canceled_in_admin(emu, ag
     view = emu.cancel(job_id, "operator said so")
     assert view["status"] == "canceled" and view["reason"] == "operator said so"
     assert agent.status(claim).json() == "failed"
-    # The agent stops the job and reports; the service's word stands.
+    # The agent stops the job and reports the step; the service's word stands.
     assert job.step(1, "failed").status_code == 200
-    assert job.finish("failed", "canceled").status_code == 200
     view = emu.job(job_id)
     assert view["status"] == "canceled" and view["result"] == "failed"
     again = emu.admin("POST", f"/admin/jobs/{job_id}/cancel")
@@ -142,8 +164,10 @@ def test_heartbeat_timeout_fails_a_deployment_and_never_redelivers(emu, agent):
     assert len(emu.job(job_id)["claims"]) == 1
     # A late agent is not turned away, but the job stays failed.
     assert job.heartbeat().status_code == 200
-    assert job.finish("succeeded").status_code == 200
-    assert emu.job(job_id)["status"] == "failed"
+    assert job.step(1, "succeeded").status_code == 200
+    assert job.step(2, "succeeded").status_code == 200
+    view = emu.job(job_id)
+    assert view["status"] == "failed" and view["result"] == "succeeded"
 
 
 def test_lease_expiry_requeues_for_another_runner(emu, make_agent):
@@ -199,3 +223,42 @@ def test_admin_job_listing_filters(emu, agent):
     assert [j["id"] for j in emu.jobs("not-started,canceled")] == [a, b]
     resp = emu.admin("GET", "/admin/jobs", params={"type": "deployment"})
     assert [j["id"] for j in resp.json()["jobs"]] == [a]
+
+
+def test_executor_is_served_to_job_token_holders_only(emu, agent):
+    """GET /api/deployments/executor [SPEC: for workflow runners]: the job token is the
+    credential; a pool token, a dead job token or none is 401."""
+    emu.create_job(STEPS)
+    claim = agent.claim()
+    url = f"{emu.url}/api/deployments/executor"
+    got = httpx.get(url, headers={"Authorization": f"token {claim['jobToken']}"}, timeout=30)
+    assert got.status_code == 200 and got.content.startswith(b"#!/bin/sh\n")
+    assert got.headers["content-type"] == "application/octet-stream"
+    for auth in (f"token {emu.pool_token}", "token nope"):
+        refused = httpx.get(url, headers={"Authorization": auth}, timeout=30)
+        assert refused.status_code == 401 and refused.json()["error"]
+    assert httpx.get(url, timeout=30).status_code == 401
+
+
+def test_service_env_gives_the_job_its_way_back(emu, agent):
+    """A deployment calls the service back with PULUMI_ACCESS_TOKEN [DOC] (the job token here,
+    as in HappyPumi) at the backend URL [RE]; the job's own env wins on a clash."""
+    emu.create_job(STEPS, service_env=True, env={"PULUMI_BACKEND_URL": "http://mine"})
+    emu.create_job(STEPS)
+    first, second = agent.claim(), agent.claim()
+    env = agent.job(first).definition().json()["env"]
+    assert env == {
+        "PULUMI_BACKEND_URL": "http://mine",
+        "PULUMI_ACCESS_TOKEN": {"secret": first["jobToken"]},
+    }
+    assert agent.job(second).definition().json()["env"] == {}
+    bad = emu.admin("POST", "/admin/jobs", {"steps": STEPS, "service_env": "yes"})
+    assert bad.status_code == 400
+
+
+def test_shell_and_working_dir_are_passed_through(emu, agent):
+    steps = [{"name": "build", "run": "make", "workingDir": "src"}]
+    emu.create_job(steps, **{"shell": "bash"})  # the JobDefinition field, not subprocess
+    d = agent.job(agent.claim()).definition().json()
+    assert d["shell"] == "bash"
+    assert d["steps"][1] == {"name": "build", "run": "make", "workingDir": "src"}

@@ -10,7 +10,6 @@ import dataclasses
 import hmac
 import json
 import logging
-import urllib.parse
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,10 +30,18 @@ from workflow_emulator.store import (
     Clock,
     Store,
     check_org,
-    iso,
+    unix,
 )
 
 MAX_BODY = 8 * 1024 * 1024
+# What GET /api/deployments/executor serves: a stand-in for the "Linux/AMD64 Pulumi Deployments
+# executor binary" [SPEC]. A job that downloads and runs it, as a deployment's runner does,
+# proves the route and the job's way back to the service.
+EXECUTOR = (
+    b"#!/bin/sh\n"
+    b"# workflow-emulator: stand-in for the Pulumi Deployments executor\n"
+    b'echo "pulumi deployments executor (workflow-emulator stand-in): $*"\n'
+)
 log = logging.getLogger("workflow_emulator")
 
 
@@ -117,10 +124,13 @@ def create_app(settings: Settings) -> Edge:
     store.on_claim = metrics.claimed
 
     # ------------------------------------------------------------------ auth helpers
-    def pool_auth(request: Request) -> dict:
-        pool = store.pool_for_token(bearer(request))
+    def pool_auth(request: Request, status: int = 401) -> dict:
+        try:
+            pool = store.pool_for_token(bearer(request))
+        except ApiError as err:
+            raise ApiError(status, err.message) from None
         if pool is None:
-            raise ApiError(401, "the token is not a valid pool token")
+            raise ApiError(status, "the token is not a valid pool token")
         return pool
 
     def agent_of(request: Request, pool: dict) -> dict:
@@ -165,7 +175,7 @@ def create_app(settings: Settings) -> Edge:
 
     # ------------------------------------------------------------------ agent side
     async def poll(request: Request) -> Response:
-        pool = pool_auth(request)
+        pool = pool_auth(request, status=403)  # the one error the spec lists for the poll
         agent = agent_of(request, pool)
         claimed = store.claim(pool, ("deployment",), agent)
         if claimed is None:
@@ -201,7 +211,13 @@ def create_app(settings: Settings) -> Edge:
 
     # ------------------------------------------------------------------ job side
     async def job_definition(request: Request) -> Response:
-        return ok(job_auth(request)["definition"])
+        job = job_auth(request)
+        base = str(request.base_url).rstrip("/")
+        return ok(store.definition(job, bearer(request), base))
+
+    async def executor(request: Request) -> Response:
+        store.job_holding(bearer(request))
+        return Response(EXECUTOR, media_type="application/octet-stream")
 
     async def step_status(request: Request) -> Response:
         job = job_auth(request)
@@ -219,14 +235,10 @@ def create_app(settings: Settings) -> Edge:
         store.heartbeat(job)
         return ok()
 
-    async def job_status(request: Request) -> Response:
-        job = job_auth(request)
-        store.finish(job, await read_body(request))
-        return ok()
-
     # ------------------------------------------------------------------ OIDC token exchange
     async def token_exchange(request: Request) -> Response:
-        form = await _form_or_json(request)
+        body = await read_body(request)  # JSON, the only request body the spec declares
+        form = {k: v if isinstance(v, str) else str(v) for k, v in body.items() if v is not None}
         expect = {
             "grant_type": oidc.GRANT_TYPE,
             "subject_token_type": oidc.ID_TOKEN_TYPE,
@@ -272,38 +284,24 @@ def create_app(settings: Settings) -> Edge:
             }
         )
 
-    async def _form_or_json(request: Request) -> dict:
-        raw = await read_raw(request)
-        ctype = request.headers.get("content-type", "")
-        data: object = None
-        if "application/x-www-form-urlencoded" not in ctype:
-            try:
-                data = json.loads(raw) if raw.strip() else None
-            except (ValueError, UnicodeDecodeError):
-                data = None
-        if data is None:
-            try:
-                data = dict(urllib.parse.parse_qsl(raw.decode(), strict_parsing=False))
-            except UnicodeDecodeError:
-                raise ApiError(400, "request body is neither JSON nor a form") from None
-        if not isinstance(data, dict):
-            raise ApiError(400, "request body must be a JSON object or a form")
-        return {k: v if isinstance(v, str) else str(v) for k, v in data.items() if v is not None}
-
     # ------------------------------------------------------------------ pool REST API
+    # Shapes: AgentPool, AgentPoolDetail, DeploymentAgentMetadata, ListAgentPoolsResponse,
+    # CreateAccessTokenResponse, PatchOrgAgentPoolResponse [SPEC], nothing more; times are
+    # integer Unix seconds. tests/conformance holds the schemas and checks every answer.
     def pool_summary(pool: dict) -> dict:
         agents = store.list_agents(pool=pool, online_within=None)
-        last_seen = max((a["last_seen"] for a in agents), default=None)
-        return {
-            "created": iso(pool["created"]),
+        summary = {
+            "created": unix(pool["created"]),
             "id": pool["id"],
             "name": pool["name"],
             "description": pool["description"],
-            "lastSeen": iso(last_seen),
+            "lastSeen": unix(max((a["last_seen"] for a in agents), default=None)),
             "status": "online" if any(store.agent_online(a) for a in agents) else "offline",
-            "lastDeployment": iso(pool["last_claim"]),
             "isDefault": pool["is_default"],
         }
+        if pool["last_claim"] is not None:  # an int64 that is absent, not null, before any
+            summary["lastDeployment"] = unix(pool["last_claim"])
+        return summary
 
     def pool_detail(pool: dict) -> dict:
         agents = [
@@ -313,20 +311,36 @@ def create_app(settings: Settings) -> Edge:
                 "hostname": a["hostname"] or "",
                 "ip": a["ip"],
                 "pid": a["pid"] or "",
-                "instance": a["instance"] or "",
-                "lastSeen": iso(a["last_seen"]),
+                "lastSeen": unix(a["last_seen"]),
                 "status": "online" if store.agent_online(a) else "offline",
             }
             for a in store.list_agents(pool=pool, online_within=None)
         ]
-        return {**pool_summary(pool), "agents": agents}
+        return {
+            "created": unix(pool["created"]),
+            "id": pool["id"],
+            "name": pool["name"],
+            "description": pool["description"],
+            "agents": agents,
+        }
+
+    async def pool_request(request: Request) -> dict:
+        """A CreateOrgAgentPoolRequest: `name` and `description` are both required [SPEC]."""
+        body = await read_body(request)
+        missing = [k for k in ("name", "description") if k not in body]
+        if missing:
+            raise ApiError(400, f"{' and '.join(missing)} required (CreateOrgAgentPoolRequest)")
+        unknown = sorted(set(body) - {"name", "description"})
+        if unknown:
+            raise ApiError(400, f"unknown field(s): {', '.join(unknown)}")
+        return body
 
     async def org_pools(request: Request) -> Response:
         org = org_auth(request)
         pools = [p for p in store.pools.values() if p["org"] == org]
         if request.method == "POST":
-            body = await read_body(request)
-            pool, token = store.create_pool(org, body.get("name"), body.get("description", ""))
+            body = await pool_request(request)
+            pool, token = store.create_pool(org, body["name"], body["description"])
             return ok({"id": pool["id"], "tokenValue": token})
         out: dict = {
             "agentPools": [pool_summary(p) for p in sorted(pools, key=lambda p: p["name"])]
@@ -342,12 +356,9 @@ def create_app(settings: Settings) -> Edge:
         if pool is None or pool["org"] != org:
             raise ApiError(404, f"no pool {request.path_params['pool_id']!r} in organization {org}")
         if request.method == "PATCH":
-            body = await read_body(request)
-            unknown = sorted(set(body) - {"name", "description"})
-            if unknown:
-                raise ApiError(400, f"unknown field(s): {', '.join(unknown)}")
-            store.update_pool(pool, body)
-        elif request.method == "DELETE":
+            store.update_pool(pool, await pool_request(request))
+            return ok({"name": pool["name"], "description": pool["description"]})
+        if request.method == "DELETE":
             force = request.query_params.get("force", "false").lower()
             if force not in ("true", "false", "1", "0"):
                 raise ApiError(400, "force must be true or false")
@@ -552,10 +563,10 @@ def create_app(settings: Settings) -> Edge:
     routes = [
         Route("/api/deployments/poll", poll, methods=["GET"]),
         Route("/api/agent-workflows/deployment", ack, methods=["POST"]),
+        Route("/api/deployments/executor", executor, methods=["GET"]),
         Route("/api/deployments/{deployment_id}/status", deployment_status, methods=["GET"]),
         Route("/api/background-activities/worker/lease/acquire", lease_acquire, methods=["POST"]),
         Route("/api/workflow/jobs/{job_id}", job_definition, methods=["GET"]),
-        Route("/api/workflow/jobs/{job_id}/status", job_status, methods=["PATCH"]),
         Route("/api/workflow/jobs/{job_id}/heartbeat", heartbeat, methods=["POST"]),
         Route("/api/workflow/jobs/{job_id}/{step}/status", step_status, methods=["PATCH"]),
         Route("/api/workflow/jobs/{job_id}/{step}/logs", step_logs, methods=["POST"]),

@@ -47,10 +47,9 @@ def _id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
 
 
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}Z"
+def unix(ts: float | None) -> int:
+    """Unix epoch seconds, the pool REST API's time format [SPEC: int64]; 0 for never."""
+    return 0 if ts is None else int(ts)
 
 
 class Clock:
@@ -341,7 +340,19 @@ class Store:
         """Validate an admin job request and queue `count` copies of it."""
         if not isinstance(spec, dict):
             raise ApiError(400, "job must be a JSON object")
-        known = {"steps", "image", "env", "timeout", "type", "pool", "count", "os", "architecture"}
+        known = {
+            "steps",
+            "image",
+            "env",
+            "timeout",
+            "type",
+            "pool",
+            "count",
+            "os",
+            "architecture",
+            "shell",
+            "service_env",
+        }
         unknown = sorted(set(spec) - known)
         if unknown:
             raise ApiError(400, f"unknown job field(s): {', '.join(unknown)}")
@@ -352,6 +363,9 @@ class Store:
         if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10_000:
             raise ApiError(400, "count must be an integer from 1 to 10000")
         pool = self._job_pool(spec.get("pool"))
+        service_env = spec.get("service_env", False)
+        if not isinstance(service_env, bool):
+            raise ApiError(400, "service_env must be true or false")
         definition = {
             "os": _str_field(spec, "os", "linux"),
             "architecture": _str_field(spec, "architecture", "amd64"),
@@ -362,6 +376,8 @@ class Store:
             "env": _env(spec.get("env", {})),
             "steps": [{"name": "checkout", "run": ""}, *_steps(spec.get("steps"))],
         }
+        if "shell" in spec:
+            definition["shell"] = _str_field(spec, "shell", "")
         now = self.clock.now()
         jobs = []
         with self.db.tx():
@@ -390,6 +406,7 @@ class Store:
                     "claims": [],
                     "events": [[now, "created", ""]],
                     "steps": ["not-started"] * len(definition["steps"]),
+                    "service_env": service_env,
                 }
                 self.jobs[job["id"]] = job
                 self.by_deployment[job["deployment_id"]] = job["id"]
@@ -498,6 +515,29 @@ class Store:
             raise ApiError(401, f"the job token is not valid for job {job_id}")
         return job
 
+    def job_holding(self, token: str) -> dict:
+        """The job whose current job token this is (GET /api/deployments/executor has no job id
+        in its path); compared in constant time."""
+        h = token_hash(token)
+        found = None
+        for job in self.jobs.values():
+            if job["token_hash"] is not None and _same(job["token_hash"], h):
+                found = job
+        if found is None:
+            raise ApiError(401, "the token is not a job token")
+        return found
+
+    def definition(self, job: dict, token: str, service_url: str) -> dict:
+        """The JobDefinition as served: with `service_env`, the job also gets what a Pulumi
+        deployment has in its environment to call the service back [DOC: PULUMI_ACCESS_TOKEN;
+        RE: the backend URL]. The token is the job token, the one credential the emulator
+        accepts from a job (as HappyPumi does)."""
+        d = job["definition"]
+        if not job.get("service_env"):
+            return d
+        env = {"PULUMI_BACKEND_URL": service_url, "PULUMI_ACCESS_TOKEN": {"secret": token}}
+        return {**d, "env": {**env, **d["env"]}}
+
     def _step(self, job: dict, index: str) -> int:
         if not re.fullmatch(r"\d{1,6}", index) or int(index) >= len(job["steps"]):
             raise ApiError(
@@ -521,6 +561,32 @@ class Store:
         if status == "running" and job["status"] in ("not-started", "accepted"):
             job.update(status="running", started_at=self.clock.now())
         self._put_job(job, f"step {i} {status}")
+        self._settle(job, i)
+
+    def _settle(self, job: dict, index: int) -> None:
+        """The job's outcome, from its step reports: there is no job-level status call on the
+        wire [RE]. A failed step fails the job; steps 1..N all succeeded (or skipped) succeed it.
+        Step 0 (reserved for the source checkout) is never run, so it does not count."""
+        reported = job["steps"][1:]
+        if job["steps"][index] == "failed":
+            outcome = "failed"
+            name = job["definition"]["steps"][index]["name"]
+            lines = self.logs.get((job["id"], index)) or [["", ""]]
+            last = " ".join(lines[-1][1].split())[:300]
+            reason = f"step {index} ({name}) failed" + (f": {last}" if last else "")
+        elif reported and all(s in ("succeeded", "skipped") for s in reported):
+            outcome, reason = "succeeded", ""
+        else:
+            return
+        if job["result"] is not None:
+            return
+        job["result"] = outcome
+        if job["status"] in TERMINAL:  # canceled or timed out first: the service's word stands
+            self._put_job(job, f"steps say {outcome}", reason)
+            return
+        job.update(status=outcome, finished_at=self.clock.now(), reason=reason)
+        self.active.discard(job["id"])
+        self._put_job(job, outcome, reason)
 
     def append_logs(self, job: dict, index: str, body: dict) -> int:
         i = self._step(job, index)
@@ -554,24 +620,6 @@ class Store:
         if job["status"] not in TERMINAL:
             job["last_beat"] = self.clock.now()
         self._put_job(job)
-
-    def finish(self, job: dict, body: dict) -> None:
-        status, reason = body.get("status"), body.get("reason", "")
-        if status not in ("succeeded", "failed"):
-            raise ApiError(400, f"job status must be succeeded or failed, not {status!r}")
-        if not isinstance(reason, str):
-            raise ApiError(400, "reason must be a string")
-        if job["result"] is not None:
-            if job["result"] != status:
-                raise ApiError(409, f"job {job['id']} was already reported {job['result']}")
-            return
-        job["result"] = status
-        if job["status"] in TERMINAL:  # canceled or timed out first: the service's word stands
-            self._put_job(job, f"agent reported {status}", reason)
-            return
-        job.update(status=status, finished_at=self.clock.now(), reason=reason)
-        self.active.discard(job["id"])
-        self._put_job(job, status, reason)
 
     # ---------------------------------------------------------------- jobs: the service's side
     def cancel(self, job: dict, reason: str, status: str = "canceled") -> None:
@@ -783,13 +831,19 @@ def _steps(value: object) -> list[dict]:
         raise ApiError(400, 'steps must be a non-empty list of {"name", "run"}')
     steps = []
     for n, step in enumerate(value):
-        if not isinstance(step, dict) or set(step) - {"name", "run", "timeout"}:
-            raise ApiError(400, f"steps[{n}] must be an object with name, run and optional timeout")
+        if not isinstance(step, dict) or set(step) - {"name", "run", "timeout", "workingDir"}:
+            raise ApiError(
+                400, f"steps[{n}] must be an object with name, run, optional timeout, workingDir"
+            )
         if not isinstance(step.get("name"), str) or not step["name"]:
             raise ApiError(400, f"steps[{n}].name must be a non-empty string")
         if not isinstance(step.get("run"), str):
             raise ApiError(400, f"steps[{n}].run must be a string (a /bin/sh script)")
         out = {"name": step["name"], "run": step["run"]}
+        if "workingDir" in step:
+            if not isinstance(step["workingDir"], str) or not step["workingDir"]:
+                raise ApiError(400, f"steps[{n}].workingDir must be a non-empty string")
+            out["workingDir"] = step["workingDir"]
         if "timeout" in step:
             out["timeout"] = durations.to_go(_duration(step["timeout"], f"steps[{n}].timeout"))
         steps.append(out)

@@ -6,7 +6,8 @@
         [done] = emu.wait_jobs([job], timeout=120)
 
 The server runs as a subprocess (`python -m workflow_emulator serve`) on a free loopback port
-with a temporary state file; tokens reach it through the environment, never argv.
+(or on `host`, e.g. a bridge address that job containers and pods reach) with a temporary state
+file; tokens reach it through the environment, never argv.
 """
 
 import os
@@ -41,7 +42,9 @@ class Emulator:
         state_dir: str | os.PathLike | None = None,
         startup_timeout: float = 60.0,
         extra_env: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
+        self.host = host
         self.pool_token = pool_token or "pul-" + secrets.token_hex(20)
         self.admin_token = admin_token or secrets.token_hex(20)
         self.heartbeat_timeout = heartbeat_timeout
@@ -91,7 +94,7 @@ class Emulator:
             "workflow_emulator",
             "serve",
             "--host",
-            "127.0.0.1",
+            self.host,
             "--port",
             str(self.port),
             "--state-file",
