@@ -57,7 +57,7 @@ def test_job_token_replaces_the_pool_token_and_anonymous_sends_none():
     script = Script(ok({}))
     client = make_client(script)
     call(client, "/api/workflow/jobs/j1", job_token="jobtok-1")
-    client.call("POST", "/api/oauth/token", route="oauth", form={"a": "b"}, anonymous=True)
+    client.call("POST", "/api/oauth/token", route="oauth", json_body={"a": "b"}, anonymous=True)
     assert script.requests[0].headers["Authorization"] == "token jobtok-1"
     assert "Authorization" not in script.requests[1].headers
 

@@ -12,6 +12,7 @@ from workflow_agent.config import ConfigError, load_config, to_document, validat
 
 SECRET = "pul-0123456789abcdefSECRET"
 NAME = c.CONFIG_FILE_NAME
+LEGACY = c.LEGACY_CONFIG_FILE_NAME
 
 
 def write(directory: Path, text: str, name: str = NAME) -> Path:
@@ -77,6 +78,17 @@ DEFAULTS = {
     "http_server_port": 8080,
     "health_threshold": None,
     "syslog": False,
+    "version": "",
+    "workflow_runners_directory": "",
+    "workflow_runners_embeddable": "",
+    "ecs": c.EcsConfig(
+        cluster="",
+        subnets=[],
+        security_groups=[],
+        launch_type="FARGATE",
+        assign_public_ip=False,
+        task_definition_template_file="",
+    ),
     "slots": 1,
     "drain_timeout": timedelta(minutes=5),
     "log_format": "text",
@@ -94,7 +106,9 @@ def test_every_default(key, value):
 def test_defaults_cover_every_key():
     assert set(DEFAULTS) | {"token"} == set(c.ALL_KEYS)
     assert set(c.REFERENCE_KEYS) | set(c.EXTENSION_KEYS) == set(c.ALL_KEYS)
-    assert len(c.REFERENCE_KEYS) == 25
+    # The 25 keys of the docs' reference, and the 4 more of upstream's docs and sample.
+    assert len(c.REFERENCE_KEYS) == 29
+    assert set(c.INERT_KEYS) <= set(c.REFERENCE_KEYS)
 
 
 def test_token_is_secret_and_model_is_frozen():
@@ -179,8 +193,17 @@ ERRORS = [
     ({"health_threshold": True}, "health_threshold: true is not a duration"),
     ({"pollng_interval": "1m"}, 'pollng_interval: unknown key; did you mean "polling_interval"?'),
     ({"zzz": 1}, "zzz: unknown key"),
-    ({"ecs": {"cluster": "c"}}, "ecs: the ecs target is not supported by this agent"),
-    ({"deploy_target": "ecs"}, 'deploy_target: "ecs" is not supported by this agent'),
+    ({"ecs": {"clustr": "c"}}, 'ecs.clustr: unknown key; did you mean "cluster"?'),
+    ({"ecs": ["c"]}, "ecs: expected a mapping of ECS settings, got a list"),
+    ({"ecs": {"launch_type": "fargate"}}, 'ecs.launch_type: "fargate" is not an ECS launch'),
+    ({"ecs": {"subnets": [""]}}, "ecs.subnets: expected a list of ids"),
+    ({"ecs": {"assign_public_ip": "yes"}}, 'ecs.assign_public_ip: "yes" is not a boolean'),
+    ({"deploy_target": "ecs"}, 'deploy_target: "ecs" is not supported by this agent (use dock'),
+    ({"version": {"v": 1}}, "version: expected a version string, got a mapping"),
+    ({"workflow_runners_directory": 1}, "workflow_runners_directory: expected a string"),
+    ({"token_expiration": 1.5}, "token_expiration: 1.5 is not a duration"),
+    ({"token_expiration": -60}, "token_expiration: -60 is negative"),
+    ({"token_expiration": 0}, "token_expiration: 0 must be longer than 0s"),
     ({"deploy_target": "dokcer"}, 'did you mean "docker"?'),
     ({"enabled_workflow_types": ["deploy"]}, 'enabled_workflow_types: "deploy" is not a workflow'),
     ({"enabled_workflow_types": []}, "enabled_workflow_types: must list at least one"),
@@ -259,7 +282,106 @@ def test_discovery_order(dirs):
 
 def test_searched_lists_the_order(dirs):
     loaded = load(dirs, env={"PULUMI_AGENT_TOKEN": SECRET})
-    assert loaded.searched == tuple(str(dirs[k] / NAME) for k in ("cwd", "home", "etc", "exe"))
+    order = ("cwd", "home", "etc", "exe")
+    assert loaded.searched == tuple(str(dirs[k] / name) for name in (NAME, LEGACY) for k in order)
+
+
+def test_each_directory_is_searched_once(dirs, tmp_path):
+    """cwd == $HOME (a service's default), and a symlink to a directory already searched."""
+    (tmp_path / "link").symlink_to(dirs["etc"])
+    loaded = load_config(
+        env={"PULUMI_AGENT_TOKEN": SECRET},
+        cwd=dirs["home"],
+        home=dirs["home"],
+        etc=dirs["etc"],
+        exe_dir=tmp_path / "link",
+    )
+    assert loaded.searched == tuple(
+        str(d / name) for name in (NAME, LEGACY) for d in (dirs["home"], dirs["etc"])
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(env={}, cwd=dirs["home"], home=dirs["home"], etc=dirs["etc"])
+    listed = str(info.value).split("looked in: ", 1)[1]
+    assert listed.count(str(dirs["home"] / NAME)) == 1
+
+
+@pytest.mark.parametrize("where", ["cwd", "home", "etc", "exe"])
+def test_the_legacy_name_is_found_in_every_directory(dirs, where):
+    path = write(dirs[where], f"token: {SECRET}\nslots: 4\n", LEGACY)
+    loaded = load(dirs)
+    assert loaded.source == str(path) and loaded.config.slots == 4
+    assert loaded.notices == ()
+
+
+def test_the_current_name_wins_over_the_legacy_one_with_a_warning(dirs):
+    """Wherever each is: the current name of an /etc file beats a legacy file in cwd, as
+    upstream's 2.x agent (which reads only the current name) would decide."""
+    legacy = write(dirs["cwd"], f"token: {SECRET}\nslots: 1\n", LEGACY)
+    current = write(dirs["etc"], f"token: {SECRET}\nslots: 2\n")
+    loaded = load(dirs)
+    assert loaded.source == str(current) and loaded.config.slots == 2
+    [(level, text)] = loaded.notices
+    assert level == "warning"
+    assert text.startswith(f"{legacy}: not read: {current} (the current file name) wins")
+
+
+def test_no_file_no_token_lists_both_names(dirs):
+    with pytest.raises(ConfigError) as info:
+        load(dirs)
+    assert str(dirs["exe"] / LEGACY) in str(info.value)
+
+
+def test_keys_without_effect_are_noticed_once_each(dirs):
+    write(
+        dirs["cwd"],
+        f"token: {SECRET}\nversion: v0.0.5\nworkflow_runners_directory: $PWD\n"
+        "working_directory: /opt/agent\necs:\n  cluster: jobs\n",
+    )
+    loaded = load(dirs, env={"PULUMI_AGENT_ECS_SUBNETS": "subnet-1", "PULUMI_AGENT_IMAGE": "x"})
+    levels = {level for level, _ in loaded.notices}
+    keys = [text.split(":", 1)[0] for _, text in loaded.notices]
+    assert levels == {"info"}
+    assert keys == [
+        "version",
+        "working_directory",
+        "workflow_runners_directory",
+        "ecs",
+        "PULUMI_AGENT_IMAGE",
+    ]
+    assert all(": has no effect here: " in text for _, text in loaded.notices)
+    assert loaded.config.ecs.cluster == "jobs" and loaded.config.ecs.subnets == ["subnet-1"]
+    assert load(dirs, path=write(dirs["home"], f"token: {SECRET}\n")).notices == ()
+
+
+def test_ecs_from_the_environment_merges_per_setting(dirs):
+    write(dirs["cwd"], f"token: {SECRET}\necs:\n  cluster: a\n  launch_type: EC2\n")
+    loaded = load(
+        dirs,
+        env={
+            "PULUMI_AGENT_ECS_CLUSTER": "b",
+            "PULUMI_AGENT_ECS_SECURITY_GROUPS": "sg-1  sg-2",
+            "PULUMI_AGENT_ECS_ASSIGN_PUBLIC_IP": "true",
+        },
+    )
+    ecs = loaded.config.ecs
+    assert (ecs.cluster, ecs.launch_type, ecs.security_groups) == ("b", "EC2", ["sg-1", "sg-2"])
+    assert ecs.assign_public_ip is True
+    with pytest.raises(ConfigError) as info:
+        load(dirs, env={"PULUMI_AGENT_ECS_LAUNCH_TYPE": "SPOT"})
+    assert str(info.value).startswith("PULUMI_AGENT_ECS_LAUNCH_TYPE: ecs.launch_type: ")
+
+
+@pytest.mark.parametrize("value", [3600, "3600", " 3600 "])
+def test_bare_token_expiration_is_seconds_in_the_file(value):
+    cfg = validate_mapping({**OIDC, "token_expiration": value})
+    assert cfg.token_expiration == timedelta(hours=1)
+
+
+def test_bare_token_expiration_is_seconds_in_the_environment(dirs):
+    env = {c.env_var(k): v for k, v in OIDC.items()}
+    loaded = load(dirs, env={**env, "PULUMI_AGENT_TOKEN_EXPIRATION": "5400"})
+    assert loaded.config.token_expiration == timedelta(minutes=90)
+    assert to_document(loaded.config)["token_expiration"] == "1h30m0s"
 
 
 def test_directory_with_the_file_name_is_skipped(dirs):
@@ -295,7 +417,7 @@ def test_env_beats_file_and_origins_say_so(dirs):
     assert loaded.origins["request_timeout"] == "default"
 
 
-def test_no_file_no_token(dirs):
+def test_no_file_no_token_names_the_current_file(dirs):
     with pytest.raises(ConfigError) as info:
         load(dirs)
     text = str(info.value)
@@ -447,7 +569,8 @@ def test_to_document_masks_and_formats():
     assert doc["token_expiration"] == ""
     assert doc["slots"] == 3
     assert "drain_timeout" not in doc and "log_level" not in doc
-    assert list(doc)[:25] == list(c.REFERENCE_KEYS)
+    assert list(doc)[:29] == list(c.REFERENCE_KEYS)
+    assert doc["ecs"]["launch_type"] == "FARGATE"
     assert to_document(cfg, reveal_secrets=True)["token"] == SECRET
     assert set(to_document(cfg, include_defaults=True)) == set(c.ALL_KEYS)
 

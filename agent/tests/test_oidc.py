@@ -1,9 +1,9 @@
-"""oidc: the token exchange, caching, renewal before expires_in, re-exchange on 401.
+"""oidc: the token exchange, caching, renewal before expires_in, re-exchange on 401 or 403.
 
 The transport is the unit boundary (agent_helpers.Script); the clock is injected.
 """
 
-from urllib.parse import parse_qs
+import json
 
 import httpx
 import pytest
@@ -27,8 +27,10 @@ def setup(tmp_path, script, **cfg):
     return client, clock, token_file, redactor
 
 
-def form(request):
-    return {k: v[0] for k, v in parse_qs(request.content.decode()).items()}
+def body(request):
+    """The exchange's JSON body: the only request body the spec declares for the route."""
+    assert request.headers["Content-Type"] == "application/json"
+    return json.loads(request.content)
 
 
 def exchanged(access, expires_in=3600):
@@ -41,14 +43,14 @@ def test_exchange_request_fields(tmp_path):
     client.call("GET", "/api/deployments/poll", route="poll")
     assert script.paths == ["POST /api/oauth/token", "GET /api/deployments/poll"]
     assert "Authorization" not in script.requests[0].headers
-    assert form(script.requests[0]) == {
+    assert body(script.requests[0]) == {
         "audience": "urn:pulumi:org:acme",
         "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
         "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
         "requested_token_type": "urn:pulumi:token-type:access_token:runner",
         "scope": "runner:pool-7",
         "subject_token": "id-token-one",
-        "expiration": "5400",
+        "expiration": 5400,
     }
     assert script.requests[1].headers["Authorization"] == "token acc-1"
 
@@ -65,13 +67,17 @@ def test_token_is_cached_then_renewed_before_it_expires(tmp_path):
     clock.advance(1)
     assert tokens.token() == "acc-2"
     assert tokens.exchanges == 2
-    assert form(script.requests[1])["subject_token"] == "id-token-two"
-    assert "expiration" not in form(script.requests[1])
+    assert body(script.requests[1])["subject_token"] == "id-token-two"
+    assert "expiration" not in body(script.requests[1])
 
 
-def test_401_on_poll_re_exchanges_first(tmp_path):
+@pytest.mark.parametrize("refusal", [401, 403])  # 403: the poll's refusal in the spec
+def test_refusal_on_poll_re_exchanges_first(tmp_path, refusal):
     script = Script(
-        exchanged("acc-1"), ok({"error": "expired"}, status=401), exchanged("acc-2"), ok(status=204)
+        exchanged("acc-1"),
+        ok({"error": "expired"}, status=refusal),
+        exchanged("acc-2"),
+        ok(status=204),
     )
     client, *_ = setup(tmp_path, script)
     assert client.call("GET", "/api/deployments/poll", route="poll").status == 204

@@ -3,11 +3,12 @@
 import re
 from pathlib import Path
 
+from pydantic import BaseModel
 from workflow_agent.config import ALL_KEYS, EXTENSION_KEYS, AgentConfig, env_var
 from workflow_agent.durations import format as go
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-ROW = re.compile(r"^\| `([a-z_]+)` \| `(PULUMI_AGENT_[A-Z_]+)` \| (.*?) \| (.*) \| ?(yes)? ?\|$")
+ROW = re.compile(r"^\| `([a-z_]+)` \| `(PULUMI_AGENT_[A-Z_<>]+)` \| (.*?) \| (.*) \| ?(yes)? ?\|$")
 
 
 def rows():
@@ -24,7 +25,8 @@ def test_every_key_is_in_the_table_with_its_env_var():
     table = rows()
     assert list(table) == list(ALL_KEYS)
     for key, (_, var, _, meaning, _) in table.items():
-        assert var == env_var(key)
+        # A block's settings each have their own variable: ecs.cluster, PULUMI_AGENT_ECS_CLUSTER.
+        assert var == (env_var(key) + "_<SETTING>" if key == "ecs" else env_var(key))
         assert meaning.strip()
 
 
@@ -43,6 +45,8 @@ def test_defaults_match_the_schema():
             assert default == f"`{value}`", key
         elif isinstance(value, list):
             assert default == f"`[{', '.join(value)}]`", key
+        elif isinstance(value, BaseModel):  # a block of settings
+            assert default.startswith("`{}`"), key
         elif hasattr(value, "total_seconds"):
             assert default in (f"`{go(value)}`", f"`{go(value).removesuffix('0s')}`"), key
         else:

@@ -2,11 +2,16 @@
 
 The target here is a scripted `Recorder` (a Target implementation): the real targets have their
 own tests (agent/tests/targets); what is under test is the agent's side of the contract: what
-it hands a target (env, steps, timeouts, labels), how it reports target errors, that cleanup
-always runs, and what reaches the service (statuses, logs, offsets, redaction).
+it hands a target (env, steps, timeouts, labels, shell, working directories, the OIDC token),
+how it reports target errors, that cleanup always runs, and what reaches the service (statuses,
+logs, offsets, redaction). There is no job-level status call: the emulator derives a job's
+outcome from its step reports, as the real service does, so every way a job ends must show
+there as a failed step with the reason in its log.
 """
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 from workflow_agent.client import Client
@@ -19,12 +24,16 @@ from workflow_agent.targets.base import StepOutcome, Target, TargetError
 
 
 class Recorder(Target):
-    def __init__(self, *, prepare_error=None, outputs=None, outcomes=None, step_error=None):
+    def __init__(
+        self, *, prepare_error=None, outputs=None, outcomes=None, step_error=None, block=()
+    ):
         self.calls: list[tuple] = []
         self.prepare_error = prepare_error
         self.outputs = outputs or {}
         self.outcomes = outcomes or {}
         self.step_error = step_error
+        self.block = block  # steps that run until canceled
+        self.started = threading.Event()
         self.jobs = []
         self.steps = []
 
@@ -41,6 +50,10 @@ class Recorder(Target):
             raise self.step_error
         for line in self.outputs.get(step.index, ()):
             on_line(line)
+        if step.index in self.block:
+            self.started.set()
+            cancel.wait(120)
+            return StepOutcome(None, "canceled", "canceled")
         return self.outcomes.get(step.index, StepOutcome(0, "exited"))
 
     def cleanup(self, job):
@@ -97,11 +110,15 @@ def test_jobspec_handed_to_the_target(emu):
     result, job, _, claim = run_job(
         emu,
         target,
-        [{"name": "build", "run": "make", "timeout": "10m"}, {"name": "test", "run": "make t"}],
+        [
+            {"name": "build", "run": "make", "timeout": "10m"},
+            {"name": "test", "run": "make t", "workingDir": "src"},
+        ],
         job_kw={
             "env": {"PLAIN": "v", "SECRET_ONE": {"secret": "hush-hush-1"}},
             "timeout": "1h",
             "image": "local/job:7",
+            "shell": "bash",
         },
         env_forward_allowlist=["AWS_REGION", "MISSING"],
         host_env={"AWS_REGION": "eu-west-1", "HOME": "/root", "DOCKER_HOST": "tcp://d:2375"},
@@ -120,10 +137,12 @@ def test_jobspec_handed_to_the_target(emu):
         "workflow-agent/run-id": claim.run_id,
         "workflow-agent/instance": "it-1",
     }
-    assert [(s.index, s.name, s.run) for s in spec.steps] == [
-        (1, "build", "make"),
-        (2, "test", "make t"),
+    assert [(s.index, s.name, s.run, s.workdir) for s in spec.steps] == [
+        (1, "build", "make", ""),
+        (2, "test", "make t", "src"),
     ]
+    assert spec.shell == "bash"
+    assert spec.oidc_token == claim.oidc_token and claim.oidc_token.count(".") == 2
     build, test = target.steps
     assert build.timeout == 600.0  # the step's own limit is the tighter one
     assert 3500 < test.timeout <= 3600  # no step limit: what is left of the job's hour
@@ -138,7 +157,10 @@ def test_prepare_target_error_fails_the_job_with_its_text_shipped(emu):
     result, job, _, _ = run_job(emu, target, STEPS)
     assert result == "failed"
     assert job["status"] == "failed"
-    assert job["reason"] == "image local/x:1 not found and pull_image is false"
+    assert job["reason"] == (
+        "step 1 (one) failed: [workflow-agent] error: "
+        "image local/x:1 not found and pull_image is false"
+    )
     assert job["steps"][0]["status"] == "failed"
     assert job["steps"][0]["logs"] == [
         "[workflow-agent] error: image local/x:1 not found and pull_image is false"
@@ -162,18 +184,18 @@ def test_a_target_bug_fails_one_job_and_cleanup_still_runs(emu):
 
 
 @pytest.mark.parametrize(
-    ("outcome", "reason", "line"),
+    ("outcome", "line"),
     [
-        (StepOutcome(2, "exited"), "step 1 (one) failed: exit code 2", "exit code 2"),
-        (StepOutcome(None, "timeout"), "job timed out in step 1 (one)", "timed out"),
-        (StepOutcome(None, "timeout", "10m"), "step 1 (one) timed out", "timed out (10m)"),
+        (StepOutcome(2, "exited"), "step failed: exit code 2"),
+        (StepOutcome(None, "timeout"), "step failed: timed out"),
+        (StepOutcome(None, "timeout", "10m"), "step failed: timed out (10m)"),
     ],
 )
-def test_failed_steps_stop_the_job(emu, outcome, reason, line):
+def test_failed_steps_stop_the_job(emu, outcome, line):
     target = Recorder(outputs={1: ["working"]}, outcomes={1: outcome})
     steps = [{**STEPS[0], "timeout": outcome.detail}, STEPS[1]] if outcome.detail else STEPS
     result, job, _, _ = run_job(emu, target, steps)
-    assert result == "failed" and job["reason"] == reason
+    assert result == "failed" and job["reason"] == f"step 1 (one) failed: [workflow-agent] {line}"
     assert [s["status"] for s in job["steps"]] == ["failed", "not-started"]
     assert job["steps"][0]["logs"][0] == "working"
     assert line in job["steps"][0]["logs"][-1]
@@ -245,6 +267,42 @@ def test_a_type_that_is_not_enabled_is_refused(emu):
     assert target.calls == []
 
 
+def test_a_refused_job_definition_fails_the_first_step_with_the_reason(emu):
+    """A definition the agent cannot use (here a `shell` that is no program name): the service
+    learns why from step 1, the first step that cannot run; step 0 is never reported."""
+    target = Recorder()
+    result, job, _, _ = run_job(emu, target, STEPS, job_kw={"shell": "bash -e {0}"})
+    assert result == "failed" and target.calls == []
+    assert [s["status"] for s in job["steps"]] == ["failed", "not-started"]
+    assert job["steps"][0]["logs"] == [
+        "[workflow-agent] error: refused the job definition: shell: 'bash -e {0}' is not a "
+        "program name or path"
+    ]
+    assert job["status"] == "failed"
+
+
+def test_a_service_side_skip_stops_the_job_without_inventing_failures(emu):
+    """`skipped` (a fresher deployment is queued) cancels the job; the running step reports
+    how it ended, the later ones stay not-started, and the service's status stands."""
+    target = Recorder(block=(1,))
+    job_id = emu.create_job(steps=STEPS)
+    runner, client = runner_for(emu, target, job_status_loop_interval="1s")
+    claim = claim_one(client)
+    results: list[str] = []
+    thread = threading.Thread(target=lambda: results.append(runner.run(claim, Cancel())))
+    thread.start()
+    assert target.started.wait(60)
+    emu.cancel(job_id, "a fresher deployment is queued", status="skipped")
+    thread.join(60)
+    assert results == ["canceled"]
+    job = emu.job(job_id)
+    assert job["status"] == "skipped" and job["reason"] == "a fresher deployment is queued"
+    assert [s["status"] for s in job["steps"]] == ["failed", "not-started"]
+    assert job["steps"][0]["logs"] == [
+        "[workflow-agent] step canceled: the service reports the job skipped"
+    ]
+
+
 def test_a_bad_job_token_fails_cleanly(emu):
     target = Recorder()
     emu.create_job(steps=STEPS)
@@ -255,7 +313,9 @@ def test_a_bad_job_token_fails_cleanly(emu):
     assert target.calls == []
 
 
-def test_cancel_before_a_step_reports_canceled(emu):
+def test_an_agent_side_cancel_before_a_step_fails_that_step(emu):
+    """The agent stops (drain timeout, SIGQUIT): the service cannot know, so the step that will
+    not run is reported failed, with the reason."""
     target = Recorder()
     emu.create_job(steps=STEPS)
     runner, client = runner_for(emu, target)
@@ -264,7 +324,10 @@ def test_cancel_before_a_step_reports_canceled(emu):
     cancel.set("the agent is stopping")
     assert runner.run(claim, cancel) == "canceled"
     job = emu.job(claim.job_id)
-    assert job["status"] == "failed" and job["reason"] == "the agent is stopping"
+    assert job["status"] == "failed"
+    assert job["reason"] == (
+        "step 1 (one) failed: [workflow-agent] error: canceled: the agent is stopping"
+    )
     assert (
         runner.metrics.value(
             "workflow_agent_jobs_total", {"type": "deployment", "result": "canceled"}

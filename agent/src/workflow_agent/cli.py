@@ -1,6 +1,8 @@
 """Command line: run, configure, check, version.
 
-Config problems end as one line on stderr and exit status 2, never as a traceback.
+Config problems end as one line on stderr and exit status 2, never as a traceback. The same
+entry point is installed under upstream's command names (`ALIASES`), so scripts and service
+units written for upstream's agent run it unchanged.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from workflow_agent import __version__
 from workflow_agent.config import (
     CONFIG_FILE_NAME,
     DEPLOY_TARGETS,
+    LEGACY_CONFIG_FILE_NAME,
     ConfigError,
     load_config,
     to_document,
@@ -28,6 +31,9 @@ from workflow_agent.config import (
 from workflow_agent.durations import format as format_duration
 
 PROG = "workflow-agent"
+# Upstream's command names (2.x, and 1.x before the rename): console scripts of this package too.
+ALIASES = ("customer-managed-workflow-agent", "customer-managed-deployment-agent")
+LEGACY_COMMAND = "customer-managed-deployment-agent"
 EXIT_CONFIG = 2
 
 
@@ -40,9 +46,12 @@ def _error(message: str) -> int:
     return EXIT_CONFIG
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = PROG) -> argparse.ArgumentParser:
+    # `configure` writes the file name of the command it was called as: 1.x scripts that run
+    # customer-managed-deployment-agent configure get the 1.x name (discovery finds both).
+    file_name = LEGACY_CONFIG_FILE_NAME if prog == LEGACY_COMMAND else CONFIG_FILE_NAME
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Self-hosted workflow agent for Pulumi workflow runner pools."
+        prog=prog, description="Self-hosted workflow agent for Pulumi workflow runner pools."
     )
     parser.add_argument("--version", action="version", version=_version_text())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -56,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--config", metavar="PATH", help="config file (default: discover)")
     check.add_argument("--format", choices=("text", "json"), default="text")
 
-    conf = sub.add_parser("configure", help=f"write a {CONFIG_FILE_NAME}")
+    conf = sub.add_parser("configure", help=f"write a {file_name}")
     src = conf.add_mutually_exclusive_group()
     src.add_argument("--token-file", metavar="PATH", help="read the pool token from this file")
     src.add_argument("--token-stdin", action="store_true", help="read the pool token from stdin")
@@ -67,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAMES",
         help="host variables forwarded into jobs, comma- or space-separated",
     )
-    conf.add_argument("--output", metavar="PATH", default=f"./{CONFIG_FILE_NAME}")
+    conf.add_argument("--output", metavar="PATH", default=f"./{file_name}")
     conf.add_argument("--force", action="store_true", help="overwrite an existing file")
 
     sub.add_parser("version", help="print the version")
@@ -90,6 +99,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _error(str(exc))
     cfg = loaded.config
+    for level, text in loaded.notices:  # stderr: stdout stays the document alone
+        print(f"{level}: {text}", file=sys.stderr)
     document = to_document(cfg, include_defaults=True)
     if args.format == "json":
         # One object, the reference's keys (+ extensions), as a config file would spell them.
@@ -170,8 +181,14 @@ def _cmd_configure(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prog() -> str:
+    """The name the command was called as, when it is one of ours."""
+    name = Path(sys.argv[0] or PROG).name
+    return name if name in ALIASES else PROG
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = _parser(_prog())
     args = parser.parse_args(argv)
     if args.command == "run":
         return _cmd_run(args)
@@ -183,4 +200,4 @@ def main(argv: list[str] | None = None) -> int:
         print(_version_text())
         return 0
     parser.print_usage(sys.stderr)
-    return _error(f"{PROG}: a command is required (run, configure, check, version)")
+    return _error(f"{parser.prog}: a command is required (run, configure, check, version)")

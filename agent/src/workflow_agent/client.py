@@ -347,7 +347,6 @@ class Client:
         *,
         route: str,
         json_body: Any = None,
-        form: dict[str, str] | None = None,
         job_token: str | None = None,
         anonymous: bool = False,
         bypass_breaker: bool = False,
@@ -365,7 +364,7 @@ class Client:
                 attempt += 1
                 headers = self._auth(job_token, anonymous)
                 try:
-                    reply = self._send(method, path, route, headers, json_body, form)
+                    reply = self._send(method, path, route, headers, json_body)
                 except ServiceError as exc:
                     if exc.status is not None:  # a bad answer, not a transient failure
                         self.breaker.success()
@@ -376,7 +375,7 @@ class Client:
                         self.breaker.success()
                         return reply
                     if (
-                        reply.status == 401
+                        reply.status in (401, 403)  # the poll's refusal is 403 [SPEC]
                         and not renewed
                         and job_token is None
                         and not anonymous
@@ -415,11 +414,9 @@ class Client:
             raise ServiceError("no credentials configured")
         return {"Authorization": f"token {self.tokens.token()}"}
 
-    def _send(self, method, path, route, headers, json_body, form) -> Reply:
+    def _send(self, method, path, route, headers, json_body) -> Reply:
         kwargs: dict[str, Any] = {"headers": headers}
-        if form is not None:
-            kwargs["data"] = form
-        elif json_body is not None:
+        if json_body is not None:
             kwargs["content"] = json.dumps(json_body).encode()
             headers["Content-Type"] = "application/json"
         # One deadline for the whole attempt: connect, send, headers and body (_DeadlineBackend).

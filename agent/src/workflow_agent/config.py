@@ -3,6 +3,11 @@
 `AgentConfig` does no I/O; `load_config` reads the file and the environment. Every problem is a
 `ConfigError` whose text is one line, `<file or env var>: <key>: <reason>`, and never holds a
 secret value.
+
+Files written for upstream's agent load unchanged: both of its file names (the legacy one of
+the 1.x agents too), every key of its docs, sample and drafts (`INERT_KEYS`: accepted, checked,
+and reported as having no effect here), and its older value forms (a bare `token_expiration` is
+seconds).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from workflow_agent import durations
 
 __all__ = [
     "CONFIG_FILE_NAME",
+    "LEGACY_CONFIG_FILE_NAME",
     "ENV_PREFIX",
     "EXTENSION_KEYS",
     "REFERENCE_KEYS",
@@ -45,13 +51,28 @@ __all__ = [
 ]
 
 CONFIG_FILE_NAME = "pulumi-workflow-agent.yaml"
+# The name before upstream's 2.0 rename (customer-managed-deployment-agent 1.x): still found.
+LEGACY_CONFIG_FILE_NAME = "pulumi-deployment-agent.yaml"
 ENV_PREFIX = "PULUMI_AGENT_"
 WORKFLOW_TYPES = ("deployment", "insights_scan", "policy_evaluation")
 DEPLOY_TARGETS = ("docker", "kubernetes", "process")
 DURATION_EXAMPLES = "(examples: 30s, 1m, 1h30m)"
 SECRET_KEYS = frozenset({"token"})
-# Keys of the upstream docs' examples that carry no setting for this agent; accepted, ignored.
-IGNORED_KEYS = frozenset({"version"})
+# Upstream keys that do nothing in this agent: accepted (and type-checked), and reported once at
+# start, at info, with the reason.
+_NO_RUNNER_BINARIES = "this agent runs steps itself and loads no workflow-runner binaries"
+INERT_KEYS = {
+    "version": "an upstream docs example key, not a setting",
+    "working_directory": _NO_RUNNER_BINARIES,
+    "workflow_runners_directory": _NO_RUNNER_BINARIES + " (upstream's sample config key)",
+    "workflow_runners_embeddable": _NO_RUNNER_BINARIES + " (upstream's sample config key)",
+    "ecs": "this agent has no ecs deploy target (deploy_target: docker, kubernetes or process)",
+}
+# Environment-only upstream settings that do nothing here (the others, PULUMI_AGENT_NUM_CPUS and
+# the like, belong to the kubernetes target).
+INERT_ENV = {
+    "PULUMI_AGENT_IMAGE": "the kubernetes target copies no runner binary into its pods",
+}
 _SECRET_PATTERN = re.compile(r"pul-[A-Za-z0-9_-]+")
 
 
@@ -129,9 +150,16 @@ def _parse_int(value: Any) -> int:
     raise _fail(f"{_show(value)} is not a whole number")
 
 
-def _parse_duration(value: Any) -> timedelta:
+def _parse_duration(value: Any, *, bare_seconds: bool = False) -> timedelta:
+    """A Go duration; with `bare_seconds`, also a whole number of seconds (upstream's older
+    docs spell token_expiration "the expiration in seconds")."""
     if isinstance(value, timedelta):
         return value
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if bare_seconds and (
+        whole or (isinstance(value, str) and re.fullmatch(r"\s*[0-9]+\s*", value))
+    ):
+        return timedelta(seconds=int(value))
     if isinstance(value, int) and not isinstance(value, bool):
         if value == 0:
             return timedelta(0)
@@ -188,6 +216,8 @@ _STR_FIELDS = (
     "shared_volume_directory",
     "oidc_token_file",
     "ca_bundle",
+    "workflow_runners_directory",
+    "workflow_runners_embeddable",
 )
 _POSITIVE_DURATIONS = (
     "polling_interval",
@@ -198,6 +228,53 @@ _POSITIVE_DURATIONS = (
     "health_threshold",
 )
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+ECS_KEYS = (
+    "cluster",
+    "subnets",
+    "security_groups",
+    "launch_type",
+    "assign_public_ip",
+    "task_definition_template_file",
+)
+_ECS_LISTS = ("subnets", "security_groups")
+
+
+class EcsConfig(BaseModel):
+    """Upstream's `ecs` block (its v2.3.0 target), with its defaults. Accepted so that an
+    upstream file loads; it has no effect here (there is no ecs target)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cluster: str = ""
+    subnets: list[str] = []
+    security_groups: list[str] = []
+    launch_type: Literal["FARGATE", "EC2"] = "FARGATE"
+    assign_public_ip: bool = False
+    task_definition_template_file: str = ""
+
+    @field_validator("cluster", "task_definition_template_file", mode="before")
+    @classmethod
+    def _strs(cls, v: Any) -> str:
+        return _parse_str(v)
+
+    @field_validator(*_ECS_LISTS, mode="before")
+    @classmethod
+    def _lists(cls, v: Any) -> list[str]:
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise _fail(f"expected a list of ids, got {_show(v)}")
+        return v
+
+    @field_validator("launch_type", mode="before")
+    @classmethod
+    def _launch_type(cls, v: Any) -> str:
+        return _choice(v, ("FARGATE", "EC2"), "an ECS launch type")
+
+    @field_validator("assign_public_ip", mode="before")
+    @classmethod
+    def _bool(cls, v: Any) -> bool:
+        return parse_bool(v)
 
 
 class AgentConfig(BaseModel):
@@ -234,6 +311,12 @@ class AgentConfig(BaseModel):
     health_threshold: timedelta | None = None
     syslog: bool = False
 
+    # Upstream keys without effect here (INERT_KEYS; working_directory above is one too).
+    version: str = ""
+    workflow_runners_directory: str = ""
+    workflow_runners_embeddable: str = ""
+    ecs: EcsConfig = EcsConfig()
+
     # Extensions of this agent.
     slots: int = 1
     drain_timeout: timedelta = timedelta(minutes=5)
@@ -263,7 +346,7 @@ class AgentConfig(BaseModel):
     def _durations(cls, v: Any, info) -> Any:
         if v == "" and info.field_name in ("token_expiration", "health_threshold"):
             return None  # the reference's "" means "not set"
-        td = _parse_duration(v)
+        td = _parse_duration(v, bare_seconds=info.field_name == "token_expiration")
         if td < timedelta(0):
             raise _fail(f"{_show(v)} is negative; use a positive duration")
         if td == timedelta(0) and info.field_name in _POSITIVE_DURATIONS:
@@ -293,6 +376,21 @@ class AgentConfig(BaseModel):
     @classmethod
     def _strs(cls, v: Any) -> str:
         return _parse_str(v)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, v: Any) -> str:
+        # Any scalar: the docs' example is `version: v0.0.5`, and YAML reads 1.2 as a number.
+        if isinstance(v, str | int | float) and not isinstance(v, bool):
+            return str(v)
+        raise _fail(f"expected a version string, got {_type_name(v)}")
+
+    @field_validator("ecs", mode="before")
+    @classmethod
+    def _ecs(cls, v: Any) -> Any:
+        if not isinstance(v, dict | EcsConfig):
+            raise _fail(f"expected a mapping of ECS settings, got {_type_name(v)}")
+        return v
 
     @field_validator("organization_name", "runner_pool_id", mode="before")
     @classmethod
@@ -401,6 +499,8 @@ EXTENSION_KEYS = (
 ALL_KEYS = tuple(AgentConfig.model_fields)
 REFERENCE_KEYS = tuple(k for k in ALL_KEYS if k not in EXTENSION_KEYS)
 _LIST_SEPARATORS = {"enabled_workflow_types": ",", "env_forward_allowlist": None}
+for _key in _ECS_LISTS:
+    _LIST_SEPARATORS[f"ecs.{_key}"] = None  # space-separated, as the docs say
 
 
 def env_var(key: str) -> str:
@@ -411,14 +511,12 @@ def env_var(key: str) -> str:
 # --- validation with one-line errors ----------------------------------------------------
 
 
-def _unknown_key_reason(key: Any) -> str:
+def _unknown_key_reason(key: Any, known: tuple[str, ...] = ALL_KEYS) -> str:
     if not isinstance(key, str):
         return "keys must be strings"
-    if key == "ecs":
-        return "the ecs target is not supported by this agent"
     import difflib  # error paths only
 
-    close = difflib.get_close_matches(key, ALL_KEYS, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     return f'unknown key; did you mean "{close[0]}"?' if close else "unknown key"
 
 
@@ -432,27 +530,50 @@ def _is_text(value: Any) -> bool:
     return True
 
 
+def _origin(origins: dict[str, str], key: str, default_source: str) -> str:
+    return origins.get(key) or origins.get(key.split(".", 1)[0]) or default_source
+
+
+def _leaves(key: str, value: Any) -> list[tuple[str, Any]]:
+    """(dotted key, value) of every scalar in a value: what the UTF-8 check looks at."""
+    if isinstance(value, dict):
+        return [x for k, v in value.items() for x in _leaves(f"{key}.{k}", v)]
+    if isinstance(value, list):
+        return [(key, v) for v in value]
+    return [(key, value)]
+
+
 def _validate(data: dict, origins: dict[str, str], default_source: str) -> AgentConfig:
     for key in data:
-        if key not in ALL_KEYS and key not in IGNORED_KEYS:
-            raise ConfigError(origins.get(key, default_source), str(key), _unknown_key_reason(key))
+        if key not in ALL_KEYS:
+            raise ConfigError(
+                _origin(origins, str(key), default_source), str(key), _unknown_key_reason(key)
+            )
+    ecs = data.get("ecs")
+    if isinstance(ecs, dict):
+        for key in ecs:
+            if key not in ECS_KEYS:
+                where = _origin(origins, f"ecs.{key}", default_source)
+                raise ConfigError(where, f"ecs.{key}", _unknown_key_reason(key, ECS_KEYS))
     values = {k: v for k, v in data.items() if k in ALL_KEYS and v is not None}
     for key, value in values.items():
         # Lone surrogates (undecodable bytes in an environment variable, or a YAML "\ud800")
         # are not text: pydantic cannot even render its error about them.
-        if any(not _is_text(v) for v in (value if isinstance(value, list) else [value])):
-            raise ConfigError(origins.get(key, default_source), key, "not valid UTF-8 text")
+        for leaf, v in _leaves(key, value):
+            if not _is_text(v):
+                where = _origin(origins, leaf, default_source)
+                raise ConfigError(where, leaf, "not valid UTF-8 text")
     try:
         return AgentConfig(**values)
     except ValidationError as exc:
         err = exc.errors(include_url=False, include_input=False)[0]
         ctx = err.get("ctx") or {}
         loc = err.get("loc") or ()
-        key = str(ctx.get("key") or (loc[0] if loc else "config"))
+        key = str(ctx.get("key") or (".".join(str(x) for x in loc) if loc else "config"))
         reason = ctx.get("reason") or err.get("msg", "invalid value")
         if key in SECRET_KEYS and not ctx.get("reason"):
             reason = "invalid value (value not shown)"
-        raise ConfigError(origins.get(key, default_source), key, reason) from None
+        raise ConfigError(_origin(origins, key, default_source), key, reason) from None
 
 
 def validate_mapping(data: dict, source: str = "<config>") -> AgentConfig:
@@ -473,6 +594,9 @@ class LoadedConfig:
     source: str | None  # the file that was read, or None (defaults + environment only)
     origins: dict[str, str] = field(default_factory=dict)  # key -> file path or env var name
     searched: tuple[str, ...] = ()  # where discovery looked, in order
+    # (level, message) for the operator, logged once at start (`run`) or shown by `check`:
+    # a legacy-named file that lost to the new name, keys that have no effect here.
+    notices: tuple[tuple[str, str], ...] = ()
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -525,21 +649,36 @@ def read_file(path: Path) -> dict:
     return data
 
 
-def candidate_paths(
+def candidate_dirs(
     *,
     cwd: str | Path | None = None,
     home: str | Path | None = None,
     etc: str | Path = "/etc",
     exe_dir: str | Path | None = None,
 ) -> list[Path]:
-    """Discovery order of the reference: current dir, home, /etc, the executable's dir."""
+    """Discovery order of the reference: current dir, home, /etc, the executable's dir; a
+    directory that is one of the earlier ones (cwd == $HOME, a symlink) is looked at once."""
     dirs = [
         Path(cwd) if cwd is not None else Path.cwd(),
         Path(home) if home is not None else Path.home(),
         Path(etc),
         Path(exe_dir) if exe_dir is not None else Path(sys.argv[0] or ".").resolve().parent,
     ]
-    return [d / CONFIG_FILE_NAME for d in dirs]
+    out: list[Path] = []
+    seen: set[str] = set()
+    for d in dirs:
+        key = os.path.realpath(d)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def candidate_paths(**dirs: Any) -> list[Path]:
+    """Every file discovery looks for, in order: the current name in each directory, then the
+    legacy name in each. The current name wins wherever it is, as with upstream's 2.x agent."""
+    found = candidate_dirs(**dirs)
+    return [d / name for name in (CONFIG_FILE_NAME, LEGACY_CONFIG_FILE_NAME) for d in found]
 
 
 def env_overlay(env: os._Environ | dict) -> tuple[dict, dict[str, str]]:
@@ -550,16 +689,21 @@ def env_overlay(env: os._Environ | dict) -> tuple[dict, dict[str, str]]:
     """
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
-    for key in ALL_KEYS:
-        name = env_var(key)
+    keys = [k for k in ALL_KEYS if k != "ecs"] + [f"ecs.{k}" for k in ECS_KEYS]
+    for key in keys:
+        name = env_var(key.replace(".", "_"))  # ecs.cluster: PULUMI_AGENT_ECS_CLUSTER
         raw = env.get(name)
         if raw is None or raw == "":
             continue
         if key in _LIST_SEPARATORS:
             sep = _LIST_SEPARATORS[key]
-            values[key] = [p.strip() for p in raw.split(sep) if p.strip()]
+            value: Any = [p.strip() for p in raw.split(sep) if p.strip()]
         else:
-            values[key] = raw
+            value = raw
+        if key.startswith("ecs."):
+            values.setdefault("ecs", {})[key[4:]] = value
+        else:
+            values[key] = value
         origins[key] = name
     return values, origins
 
@@ -576,6 +720,7 @@ def load_config(
     """Find and read the config file, overlay PULUMI_AGENT_* variables, validate."""
     env = os.environ if env is None else env
     searched: tuple[str, ...] = ()
+    notices: list[tuple[str, str]] = []
     if path is None and env.get(ENV_PREFIX + "CONFIG"):
         path = env[ENV_PREFIX + "CONFIG"]
     if path is not None:
@@ -583,7 +728,17 @@ def load_config(
     else:
         candidates = candidate_paths(cwd=cwd, home=home, etc=etc, exe_dir=exe_dir)
         searched = tuple(str(p) for p in candidates)
-        chosen = next((p for p in candidates if p.is_file()), None)
+        existing = [p for p in candidates if p.is_file()]
+        chosen = existing[0] if existing else None
+        legacy = [p for p in existing if p.name == LEGACY_CONFIG_FILE_NAME]
+        if chosen is not None and chosen.name == CONFIG_FILE_NAME and legacy:
+            notices.append(
+                (
+                    "warning",
+                    f"{legacy[0]}: not read: {chosen} (the current file name) wins over the "
+                    f"legacy {LEGACY_CONFIG_FILE_NAME}; merge the two and remove the legacy one",
+                )
+            )
 
     data: dict = {}
     origins: dict[str, str] = {}
@@ -601,13 +756,24 @@ def load_config(
         )
     overlay, env_origins = env_overlay(env)
     merged = {**data, **overlay}
+    if isinstance(data.get("ecs"), dict) and "ecs" in overlay:
+        merged["ecs"] = {**data["ecs"], **overlay["ecs"]}  # per setting, the environment wins
+    elif "ecs" in data and "ecs" in overlay:
+        merged["ecs"] = data["ecs"]  # not a mapping: its error is the one to report
     origins.update(env_origins)
     cfg = _validate(merged, origins, default_source)
+    for key, why in INERT_KEYS.items():
+        if key in merged:
+            notices.append(("info", f"{key}: has no effect here: {why}"))
+    for name, why in INERT_ENV.items():
+        if env.get(name):
+            notices.append(("info", f"{name}: has no effect here: {why}"))
     return LoadedConfig(
         config=cfg,
         source=str(chosen) if chosen is not None else None,
         origins={k: origins.get(k, "default") for k in ALL_KEYS},
         searched=searched,
+        notices=tuple(notices),
     )
 
 
@@ -623,6 +789,8 @@ def _render(key: str, value: Any, reveal_secrets: bool) -> Any:
         return ""
     if isinstance(value, list):
         return list(value)
+    if isinstance(value, BaseModel):  # the ecs block
+        return value.model_dump()
     return value
 
 

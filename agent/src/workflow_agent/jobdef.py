@@ -14,6 +14,8 @@ from typing import Any
 from workflow_agent import durations
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A shell is a program name or path, run as `<shell> -c <step>`; no arguments, no spaces.
+_SHELL = re.compile(r"[A-Za-z0-9_./+-]{1,200}")
 
 
 class BadPayload(ValueError):
@@ -63,6 +65,7 @@ class StepDef:
     name: str
     run: str
     timeout: float | None  # seconds
+    working_dir: str = ""  # steps[].workingDir [RE]
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ class Definition:
     env: dict[str, str] = field(repr=False)
     secrets: tuple[str, ...] = field(repr=False)
     steps: tuple[StepDef, ...]  # step 0 (reserved: source checkout) already dropped
+    shell: str = ""  # [RE]; "" means /bin/sh
 
 
 def _duration(value: Any, where: str) -> float | None:
@@ -133,14 +137,21 @@ def parse_definition(data: Any) -> Definition:
             raise BadPayload(f"steps[{index}]: expected an object")
         if index == 0:
             continue  # reserved for the source checkout; never run by the agent
+        working_dir = _str(step, "workingDir", required=False)
+        if "\0" in working_dir or "\n" in working_dir:
+            raise BadPayload(f"steps[{index}].workingDir: not a path")
         steps.append(
             StepDef(
                 index=index,
                 name=_str(step, "name", required=False) or f"step {index}",
                 run=_str(step, "run", required=False),
                 timeout=_duration(step.get("timeout"), f"steps[{index}].timeout"),
+                working_dir=working_dir,
             )
         )
+    shell = _str(data, "shell", required=False)
+    if shell and not _SHELL.fullmatch(shell):
+        raise BadPayload(f"shell: {shell[:40]!r} is not a program name or path")
     return Definition(
         image=reference,
         credentials=credentials,
@@ -148,6 +159,7 @@ def parse_definition(data: Any) -> Definition:
         env=env,
         secrets=tuple(s for s in secrets if s),
         steps=tuple(steps),
+        shell=shell,
     )
 
 

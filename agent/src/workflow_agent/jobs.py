@@ -1,9 +1,14 @@
 """The job protocol, run for one claimed job (docs/protocol.md, "Job lifecycle").
 
 ack → fetch the definition with the job token → prepare the target → for each step ≥ 1:
-status running, output shipped as logs, status succeeded|failed → cleanup (always) → final job
-status. Meanwhile a watch thread heartbeats and checks the deployment's status, and cancels the
-target when the service says the job failed or was canceled.
+status running, output shipped as logs, status succeeded|failed → cleanup (always). Meanwhile a
+watch thread heartbeats and checks the deployment's status, and cancels the target when the
+service says the job failed, was canceled or skipped.
+
+There is no job-level status call: the real service has none (docs/protocol.md). The step
+reports carry the outcome, so whatever ends a job early must reach the service as a failed
+step: a definition the agent cannot use, a target that cannot start the job, a job timeout or an
+agent-side cancel fail the first step that cannot run, with the reason in that step's log.
 """
 
 from __future__ import annotations
@@ -35,19 +40,25 @@ from workflow_agent.targets.base import (
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_MAX = 30.0  # seconds; the service fails a job after 10 minutes without one
-CANCEL_STATUSES = frozenset({"failed", "canceled", "cancelled"})
+# Deployment statuses that end a running job [SPEC JobStatus]; "skipped": a fresher deployment
+# is queued. "canceled" is not in the enum; tolerated all the same.
+CANCEL_STATUSES = frozenset({"failed", "skipped", "canceled", "cancelled"})
+FIRST_STEP = 1  # step 0 is reserved for the source checkout; the runner never runs it [RE]
 
 
 class Cancel:
-    """A request to stop a job, and why. Targets watch `event`."""
+    """A request to stop a job, and why. Targets watch `event`. `by_service`: the service ended
+    the job (it knows); otherwise the agent did (drain, shutdown) and must tell it."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.reason = ""
+        self.by_service = False
 
-    def set(self, reason: str) -> None:
+    def set(self, reason: str, *, by_service: bool = False) -> None:
         if not self.event.is_set():
             self.reason = reason
+            self.by_service = by_service
             self.event.set()
 
     def is_set(self) -> bool:
@@ -120,7 +131,7 @@ class Watch:
         status = reply.data.get("status") if isinstance(reply.data, dict) else reply.data
         if isinstance(status, str) and status.lower() in CANCEL_STATUSES:
             self.log.warning("the service reports the job %s: canceling it", status)
-            self.cancel.set(f"the service reports the job {status}")
+            self.cancel.set(f"the service reports the job {status}", by_service=True)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="watch", daemon=True)
@@ -189,7 +200,7 @@ class JobRunner:
         finally:
             if watch is not None:
                 watch.stop()
-        self._finish(claim, result, reason, log)
+        log.info("job %s%s", result, f": {self.redactor(reason)}" if reason else "")
         self.redactor.remove(secrets)
         if self.metrics is not None:
             self.metrics.busy_slots.labels(claim.type).dec()
@@ -212,7 +223,8 @@ class JobRunner:
     def _run(self, claim: Claim, cancel: Cancel, log, secrets: list[str]) -> tuple[str, str]:
         if claim.type not in self.cfg.enabled_workflow_types:
             # Only enabled types are asked for; a server that hands out others gets a clear no.
-            return "failed", f"workflow type {claim.type!r} is not enabled on this agent"
+            text = f"workflow type {claim.type!r} is not enabled on this agent"
+            return self._not_run(claim, FIRST_STEP, text, log)
         try:
             reply = self.client.call(
                 "GET",
@@ -221,10 +233,12 @@ class JobRunner:
                 job_token=claim.job_token,
                 bypass_breaker=True,
             )
+        except ServiceError as exc:
+            return self._not_run(claim, FIRST_STEP, f"cannot fetch the job definition: {exc}", log)
+        try:
             definition = parse_definition(reply.data)
-        except (ServiceError, BadPayload) as exc:
-            log.error("cannot fetch the job definition: %s", exc)
-            return "failed", f"cannot fetch the job definition: {exc}"
+        except BadPayload as exc:
+            return self._not_run(claim, FIRST_STEP, f"refused the job definition: {exc}", log)
         self.redactor.add(definition.secrets)
         secrets.extend(definition.secrets)
         env, refused = build_env(
@@ -232,7 +246,9 @@ class JobRunner:
         )
         for name in refused:
             log.warning("not forwarding %s: it holds the agent's own credential", name)
-        steps = tuple(Step(s.index, s.name, s.run, s.timeout) for s in definition.steps)
+        steps = tuple(
+            Step(s.index, s.name, s.run, s.timeout, workdir=s.working_dir) for s in definition.steps
+        )
         spec = JobSpec(
             job_id=claim.job_id,
             run_id=claim.run_id,
@@ -240,6 +256,8 @@ class JobRunner:
             image_credentials=definition.credentials,
             env=env,
             steps=steps,
+            shell=definition.shell,
+            oidc_token=claim.oidc_token,
             labels={
                 LABEL_JOB: claim.job_id,
                 LABEL_RUN: claim.run_id,
@@ -260,6 +278,8 @@ class JobRunner:
                 return self._setup_failed(claim, spec, text, log)
             for step in steps:
                 if cancel.is_set():
+                    if not cancel.by_service:  # the service cannot know: fail the step
+                        self._not_run(claim, step.index, f"canceled: {cancel.reason}", log)
                     return "canceled", cancel.reason
                 timeout, by_job = step.timeout, False
                 if deadline is not None:
@@ -312,14 +332,20 @@ class JobRunner:
 
     def _setup_failed(self, claim: Claim, spec: JobSpec, text: str, log) -> tuple[str, str]:
         """A job that fails before a step runs: the reason goes to the first step's log."""
-        log.error("job failed: %s", text)
-        if spec.steps:
-            index = spec.steps[0].index
-            self._step_status(claim, index, "running", log)
-            shipper = self._shipper(claim, index)
-            shipper.add(f"[workflow-agent] error: {text}")
-            shipper.close()
-            self._step_status(claim, index, "failed", log)
+        if not spec.steps:
+            log.error("job failed: %s", text)
+            return "failed", text
+        return self._not_run(claim, spec.steps[0].index, text, log)
+
+    def _not_run(self, claim: Claim, index: int, text: str, log) -> tuple[str, str]:
+        """Report step `index`, which cannot run, as failed with `text` in its log: the only way
+        the service learns why the job ended (there is no job-level status call)."""
+        log.error("job failed: step %d cannot run: %s", index, text)
+        self._step_status(claim, index, "running", log)
+        shipper = self._shipper(claim, index)
+        shipper.add(f"[workflow-agent] error: {text}")
+        shipper.close()
+        self._step_status(claim, index, "failed", log)
         return "failed", text
 
     def _shipper(self, claim: Claim, step: int) -> LogShipper:
@@ -339,23 +365,6 @@ class JobRunner:
             )
         except ServiceError as exc:
             log.warning("step %d status %s not reported: %s", index, status, exc)
-
-    def _finish(self, claim: Claim, result: str, reason: str, log) -> None:
-        body = {"status": "succeeded" if result == "succeeded" else "failed"}
-        if reason:
-            body["reason"] = self.redactor(reason)[:500]
-        try:
-            self.client.call(
-                "PATCH",
-                f"/api/workflow/jobs/{claim.job_id}/status",
-                route="job_status",
-                json_body=body,
-                job_token=claim.job_token,
-                bypass_breaker=True,
-            )
-        except ServiceError as exc:
-            log.error("final status %s not reported: %s", body["status"], exc)
-        log.info("job %s%s", result, f": {reason}" if reason else "")
 
 
 def _describe(outcome: StepOutcome) -> str:

@@ -66,7 +66,8 @@ class OidcTokens:
     def _exchange(self) -> None:
         id_token = self._read_id_token()
         self._id_token = id_token
-        form = {
+        # JSON: the only request body the spec declares for POST /api/oauth/token.
+        body: dict[str, str | int] = {
             "audience": f"urn:pulumi:org:{self.cfg.organization_name}",
             "grant_type": GRANT_TYPE,
             "subject_token_type": SUBJECT_TOKEN_TYPE,
@@ -75,10 +76,10 @@ class OidcTokens:
             "subject_token": id_token,
         }
         if self.cfg.token_expiration is not None:
-            form["expiration"] = str(int(self.cfg.token_expiration.total_seconds()))
+            body["expiration"] = int(self.cfg.token_expiration.total_seconds())
         started = self.clock.monotonic()
         reply = self.client.call(
-            "POST", "/api/oauth/token", route="oauth_token", form=form, anonymous=True
+            "POST", "/api/oauth/token", route="oauth_token", json_body=body, anonymous=True
         )
         data = reply.data
         access = data.get("access_token") if isinstance(data, dict) else None

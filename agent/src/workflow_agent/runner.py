@@ -110,6 +110,8 @@ def run(loaded: LoadedConfig) -> int:
         level=cfg.log_level, fmt=cfg.log_format, use_syslog=cfg.syslog, redactor=redactor
     ):
         log.warning("%s", warning)
+    for level, text in loaded.notices:
+        log.log(logging.WARNING if level == "warning" else logging.INFO, "config: %s", text)
     instance = instance_name()
     log.info(
         "workflow-agent %s starting: instance %s, target %s, %d slot(s), service %s, config %s",

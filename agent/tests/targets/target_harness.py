@@ -8,6 +8,7 @@ harness; a harness whose backend is missing skips with the reason.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -123,6 +124,11 @@ class Harness:
     def extra_env_ok(self, name: str) -> bool:
         return name in self.allowed_extra_env
 
+    def inspect(self, job: JobSpec) -> str:
+        """What the backend shows anyone who may look at the job (the container's config, the
+        pod spec); "" for the process target, which has no such thing."""
+        return ""
+
     def teardown(self) -> None:
         pass
 
@@ -194,6 +200,9 @@ class DockerHarness(Harness):
 
     def leftovers(self, job: JobSpec) -> list[str]:
         return super().leftovers(job) + [f"container {c.name}" for c in self.containers(job)]
+
+    def inspect(self, job: JobSpec) -> str:
+        return json.dumps([c.attrs for c in self.containers(job)])
 
     def teardown(self) -> None:
         for c in self.containers():
@@ -282,6 +291,9 @@ class KubernetesHarness(Harness):
 
     def leftovers(self, job: JobSpec) -> list[str]:
         return [f"pod {p.metadata.name}" for p in self.pods(job)]
+
+    def inspect(self, job: JobSpec) -> str:
+        return json.dumps([self.api_client.sanitize_for_serialization(p) for p in self.pods(job)])
 
     def running(self, text: str, job: JobSpec) -> list[str]:
         from kubernetes.stream import stream

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
+from dataclasses import replace
 
 import pytest
 from target_harness import run_steps, token
+
+BASH = "bash"  # a JobDefinition `shell`: every job image here and every host has it
 
 
 def test_three_steps_share_files_and_cleanup_leaves_nothing(harness):
@@ -206,3 +210,60 @@ def test_odd_job_ids_stay_inside_the_base_dir(harness, bad):
         target.cleanup(job)
     assert harness.leftovers(job) == []
     assert not (harness.base.parent / "escape").exists()
+
+
+def test_job_shell_and_step_working_directory(harness):
+    """JobDefinition `shell` and `steps[].workingDir` [RE]: bash-only syntax works, a relative
+    working directory is relative to the job's work directory, files still shared."""
+    target = harness.target()
+    job = harness.job("mkdir -p src/deep && echo made > src/deep/f", 'echo "$0"; cat f; pwd')
+    job = replace(job, shell=BASH, steps=(job.steps[0], replace(job.steps[1], workdir="src/deep")))
+    target.prepare(job)
+    try:
+        res = run_steps(target, job)
+    finally:
+        target.cleanup(job)
+    assert [o.succeeded for o in res.outcomes] == [True, True], res
+    assert res.lines[1][:2] == ["bash", "made"]
+    assert res.lines[1][2].endswith("/src/deep")
+    assert harness.leftovers(job) == []
+
+
+def test_missing_working_directory_fails_the_step(harness):
+    target = harness.target()
+    job = harness.job("touch never")
+    job = replace(job, steps=(replace(job.steps[0], workdir="no-such-dir"),))
+    target.prepare(job)
+    try:
+        res = run_steps(target, job)
+    finally:
+        target.cleanup(job)
+    assert not res.outcomes[0].succeeded
+    said = " ".join([*res.lines[0], res.outcomes[0].detail])
+    assert "no-such-dir" in said, res
+
+
+def test_oidc_token_is_a_private_file_the_env_names(harness):
+    """The claim's oidcToken: in a 0600 file named by PULUMI_OIDC_TOKEN_FILE (on docker and
+    kubernetes at Pulumi Deployments' /mnt/pulumi/pulumi.oidc), never in the environment."""
+    target = harness.target()
+    token = f"eyJ0eXAiOiJKV1QifQ.eyJzdWIiOiJqb2IifQ.{uuid.uuid4().hex}"
+    job = harness.job(
+        'f="$PULUMI_OIDC_TOKEN_FILE"; echo "$f"; stat -c %a "$f"; cat "$f"; echo',
+        "env | grep -c " + token.rsplit(".", 1)[1] + " || true",
+        oidc_token=token,
+    )
+    target.prepare(job)
+    try:
+        res = run_steps(target, job)
+        inspected = harness.inspect(job)
+    finally:
+        target.cleanup(job)
+    assert [o.succeeded for o in res.outcomes] == [True, True], res
+    path, mode, content = res.lines[0]
+    assert path.endswith("/pulumi.oidc") and mode == "600" and content == token
+    if harness.kind != "process":
+        assert path == "/mnt/pulumi/pulumi.oidc"
+    assert res.lines[1] == ["0"]  # not in any variable
+    assert token not in inspected  # nor in the container's config or the pod's spec
+    assert harness.leftovers(job) == []

@@ -120,14 +120,51 @@ def test_settings_from_the_environment():
     assert c["imagePullPolicy"] == "IfNotPresent"
 
 
+def test_the_oidc_token_gets_an_in_memory_volume_and_stays_out_of_the_spec():
+    token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJqb2IifQ.c2lnbmF0dXJl"
+    pod = render(job=JobSpec(job_id="j1", run_id="r1", image="i", oidc_token=token))
+    validate(pod)
+    [container] = pod["spec"]["containers"]
+    assert {"name": "pulumi-oidc", "mountPath": "/mnt/pulumi"} in container["volumeMounts"]
+    assert {"name": "pulumi-oidc", "emptyDir": {"medium": "Memory"}} in pod["spec"]["volumes"]
+    assert token not in json.dumps(pod)
+    assert "pulumi-oidc" not in json.dumps(render())  # no token, no volume
+
+
 def test_pull_policy_follows_pull_image_when_unset():
     assert render(pull_image=True)["spec"]["containers"][0]["imagePullPolicy"] == "Always"
     assert render(pull_image=False)["spec"]["containers"][0]["imagePullPolicy"] == "Never"
 
 
 @pytest.mark.parametrize(
+    ("cpus", "memory", "requests"),
+    [
+        # Upstream's Fargate notes: a count of CPUs, memory "in Gigabytes (i.e. 4 = 4Gi)".
+        ("4", "4", {"cpu": "4", "memory": "4Gi"}),
+        ("0.5", "1.5", {"cpu": "0.5", "memory": "1.5Gi"}),
+        # Upstream's Helm draft: numberCPUs: 1000, memoryQuantity: 4000000000 (bytes).
+        ("1000", "4000000000", {"cpu": "1000m", "memory": "4000000000"}),
+        ("999", "999", {"cpu": "999", "memory": "999Gi"}),  # the edge: below 1000, whole units
+        # A unit says it all: a Kubernetes quantity, used as it is.
+        ("500m", "512Mi", {"cpu": "500m", "memory": "512Mi"}),
+        ("2", "4G", {"cpu": "2", "memory": "4G"}),
+    ],
+)
+def test_cpu_and_memory_read_both_upstream_examples(cpus, memory, requests):
+    env = {"PULUMI_AGENT_NUM_CPUS": cpus, "PULUMI_AGENT_MEM_QUANTITY": memory}
+    pod = render(Settings.from_env({**env, _k8spod.PATCH_PATH_VAR: ""}))
+    validate(pod)
+    assert pod["spec"]["containers"][0]["resources"] == {"requests": requests}
+
+
+@pytest.mark.parametrize(
     ("var", "value", "message"),
     [
+        (
+            "PULUMI_AGENT_MEM_QUANTITY",
+            "4000000000.5",
+            "PULUMI_AGENT_MEM_QUANTITY: '4000000000.5': a count of millicores or bytes is whole",
+        ),
         (
             "PULUMI_AGENT_NUM_CPUS",
             "two",

@@ -29,15 +29,22 @@ def test_an_endless_line_is_cut_without_splitting_a_character():
     assert lines == ["a" * (MAX_LINE_BYTES - 1), "étail"]
 
 
-def run_wrapper(script: str, env: dict | None = None, kill_after_first_line: bool = False):
+def run_wrapper(
+    script: str,
+    env: dict | None = None,
+    kill_after_first_line: bool = False,
+    cwd: str | None = None,
+    **kw,
+):
     marker = _stepwrap.new_marker()
-    argv = _stepwrap.wrapper_argv(script, marker, env_from_stdin=env is not None)
+    argv = _stepwrap.wrapper_argv(script, marker, env_from_stdin=env is not None, **kw)
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env={"PATH": os.defpath},
         start_new_session=True,
+        cwd=cwd,
     )
     if env is not None:
         proc.stdin.write(_stepwrap.env_lines(env, marker))
@@ -77,7 +84,8 @@ def test_env_from_stdin_keeps_every_byte_of_odd_values():
 
 def test_term_to_the_group_ends_the_step_and_the_wrapper_still_reports():
     stream, lines, _ = run_wrapper(
-        "trap 'echo cleaning up; exit 5' TERM; echo started; sleep 60 & wait",
+        # "started" once the sleep runs: a TERM that beats its fork would leave it (60 s) behind.
+        "trap 'echo cleaning up; exit 5' TERM; sleep 60 & echo started; wait",
         kill_after_first_line=True,
     )
     assert lines == ["started", "cleaning up"]  # no "Terminated" notice from the wrapper
@@ -88,3 +96,22 @@ def test_marker_lookalikes_in_step_output_are_plain_output():
     stream, lines, _ = run_wrapper("echo '::workflow-agent-0000000000000000:: rc 0'; exit 1")
     assert lines == ["::workflow-agent-0000000000000000:: rc 0"]
     assert stream.rc == 1
+
+
+BASH, MISSING_SHELL = "bash", "no-such-shell-wfa"  # the JobDefinition's `shell`
+
+
+def test_the_step_runs_with_the_job_shell_in_its_working_directory(tmp_path):
+    (tmp_path / "src").mkdir()
+    script = 'echo "${BASH_VERSION:+bash}"; pwd; [[ -d . ]] && echo double-brackets'
+    stream, lines, _ = run_wrapper(script, cwd=str(tmp_path), shell=BASH, workdir="src")
+    assert lines == ["bash", str(tmp_path / "src"), "double-brackets"] and stream.rc == 0
+    stream, lines, _ = run_wrapper("pwd", cwd=str(tmp_path), workdir=str(tmp_path / "src"))
+    assert lines == [str(tmp_path / "src")]  # an absolute working directory
+
+
+def test_a_missing_shell_or_directory_fails_the_step_with_the_shells_words(tmp_path):
+    stream, lines, _ = run_wrapper("echo never", cwd=str(tmp_path), workdir="nope")
+    assert stream.rc not in (0, None) and "nope" in " ".join(lines) and "never" not in lines
+    stream, lines, _ = run_wrapper("echo never", shell=MISSING_SHELL)
+    assert stream.rc == 127 and "no-such-shell-wfa" in " ".join(lines)

@@ -1,9 +1,10 @@
 """Per-job directories under `shared_volume_directory` (default: the OS temp dir).
 
 Layout: `<base>/workflow-agent-job-<job>-<random>/` (mode 0700) holds `owner.json` (instance,
-job and run ids; the process target adds the process groups it started) and `work/`, the
-directory the steps run in. Keeping the agent's bookkeeping next to, not inside, `work/` keeps
-the job's workspace clean; `owner.json` is how a restarted agent recognises its orphans.
+job and run ids; the process target adds the process groups it started), `work/`, the
+directory the steps run in, and (process target) `pulumi.oidc`, the job's OIDC token. Keeping
+the agent's bookkeeping next to, not inside, `work/` keeps the job's workspace clean;
+`owner.json` is how a restarted agent recognises its orphans.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ class JobDir:
     def work(self) -> Path:
         return self.root / "work"
 
+    @property
+    def oidc_token(self) -> Path:
+        return self.root / "pulumi.oidc"
+
     def owner(self) -> dict:
         try:
             data = json.loads((self.root / OWNER_FILE).read_text(encoding="utf-8"))
@@ -47,6 +52,13 @@ class JobDir:
         tmp = self.root / (OWNER_FILE + ".tmp")
         tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
         os.replace(tmp, self.root / OWNER_FILE)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to a new file of mode 0600 (from its first byte)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def base_dir(shared_volume_directory: str) -> Path:

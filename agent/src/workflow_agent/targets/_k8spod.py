@@ -5,7 +5,8 @@ Pure functions (no Kubernetes client), unit-tested without a cluster.
 Settings (environment of the agent, upstream names):
     PULUMI_AGENT_SERVICE_ACCOUNT_NAME   worker pods' service account (default: the namespace's)
     PULUMI_AGENT_NUM_CPUS               CPU request of the job container, e.g. 2 or 500m
-    PULUMI_AGENT_MEM_QUANTITY           memory request, e.g. 2Gi
+    PULUMI_AGENT_MEM_QUANTITY           memory request, e.g. 4, 4Gi or 4000000000
+                                        (bare numbers: see `requests_from_env`)
     PULUMI_AGENT_IMAGE_PULL_POLICY      Always | IfNotPresent | Never (default: Always when
                                         pull_image is true, Never when false)
     PULUMI_AGENT_DEBUG_POD              true: keep the pod after the job
@@ -28,11 +29,13 @@ from workflow_agent.targets.base import (
     LABEL_INSTANCE,
     LABEL_JOB,
     LABEL_RUN,
+    OIDC_TOKEN_DIR,
     JobSpec,
     TargetError,
 )
 
 CONTAINER = "pulumi-workflow"
+OIDC_VOLUME = "pulumi-oidc"
 NAME_PREFIX = "pulumi-workflow-runner-"
 WORKDIR = "/mnt/workflow"
 VOLUME = "workflow"
@@ -46,6 +49,13 @@ PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 DEFAULT_UID = 1000
 
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|e[0-9]+)?$")
+_BARE = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+# Where a bare number stops counting whole units (CPUs, GiB) and starts counting the smallest
+# ones (millicores, bytes). Upstream's two published examples need both readings: its Fargate
+# notes say "agentMemQuantity: quantity of memory in Gigabytes (i.e. 4 = 4Gi)" and CPUs as a
+# count; its Helm draft passes numberCPUs: 1000 and memoryQuantity: 4000000000. No job asks for
+# 1000 CPUs or 1000 GiB, and none fits in 1000 millicores' worth of bytes.
+BARE_LIMIT = 1000
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
 _FALSE = ("0", "f", "F", "FALSE", "false", "False", "")
@@ -65,13 +75,7 @@ class Settings:
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Read and check the settings; TargetError names the variable or file at fault."""
         sa = env.get("PULUMI_AGENT_SERVICE_ACCOUNT_NAME", "").strip()
-        cpus = env.get("PULUMI_AGENT_NUM_CPUS", "").strip()
-        mem = env.get("PULUMI_AGENT_MEM_QUANTITY", "").strip()
-        for var, value in (("PULUMI_AGENT_NUM_CPUS", cpus), ("PULUMI_AGENT_MEM_QUANTITY", mem)):
-            if value and not _QUANTITY.match(value):
-                raise TargetError(
-                    f"{var}: {value!r} is not a Kubernetes quantity (examples: 2, 500m, 4Gi)"
-                )
+        cpus, mem = requests_from_env(env)
         policy = env.get("PULUMI_AGENT_IMAGE_PULL_POLICY", "").strip()
         if policy and policy not in PULL_POLICIES:
             raise TargetError(
@@ -84,6 +88,37 @@ class Settings:
         path = env.get(PATCH_PATH_VAR, "").strip()
         patch, source = load_patch(path or DEFAULT_PATCH_PATH, required=bool(path))
         return cls(sa, cpus, mem, policy, debug in _TRUE, patch, source)
+
+
+def requests_from_env(env: Mapping[str, str]) -> tuple[str, str]:
+    """The CPU and memory requests (Kubernetes quantities, "" when unset) from
+    PULUMI_AGENT_NUM_CPUS and PULUMI_AGENT_MEM_QUANTITY.
+
+    One rule for both: a value with a unit (500m, 2, 4Gi, 4G) is a Kubernetes quantity and used
+    as it is, except that a bare number below BARE_LIMIT counts whole units (CPUs; GiB for
+    memory: "4" is 4Gi, as upstream's Fargate notes say) and a bare number from BARE_LIMIT on
+    counts the smallest ones (millicores; bytes for memory: upstream's Helm draft's 1000 is
+    1 CPU, its 4000000000 is 4 GB).
+    """
+    out = []
+    for var, small_unit, large_unit in (
+        ("PULUMI_AGENT_NUM_CPUS", "", "m"),
+        ("PULUMI_AGENT_MEM_QUANTITY", "Gi", ""),
+    ):
+        value = env.get(var, "").strip()
+        if value and not _QUANTITY.match(value):
+            raise TargetError(
+                f"{var}: {value!r} is not a Kubernetes quantity (examples: 2, 500m, 4Gi)"
+            )
+        if _BARE.match(value):
+            if float(value) < BARE_LIMIT:
+                value += small_unit
+            elif "." in value:
+                raise TargetError(f"{var}: {value!r}: a count of millicores or bytes is whole")
+            else:
+                value += large_unit
+        out.append(value)
+    return out[0], out[1]
 
 
 def load_patch(path: str, *, required: bool) -> tuple[dict, str]:
@@ -200,6 +235,9 @@ def render_pod(
         "containers": [container],
         "volumes": [{"name": VOLUME, "emptyDir": {}}],
     }
+    if job.oidc_token:  # written by the target over an exec; in memory, never in the spec
+        container["volumeMounts"].append({"name": OIDC_VOLUME, "mountPath": OIDC_TOKEN_DIR})
+        spec["volumes"].append({"name": OIDC_VOLUME, "emptyDir": {"medium": "Memory"}})
     if settings.service_account:
         spec["serviceAccountName"] = settings.service_account
     pod = {

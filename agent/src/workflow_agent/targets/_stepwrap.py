@@ -9,6 +9,10 @@ Only /bin/sh may be assumed in a job image, so everything here is POSIX sh run w
     ...step output...    stdout and stderr merged, so their order is kept.
     <marker> rc <code>   last: the step's exit code, possibly glued to an unterminated last line.
 
+The step runs as `<shell> -c <script>` (the JobDefinition's `shell`, default /bin/sh) in its
+working directory (relative to the exec's): a `cd` that fails or a shell that is not there ends
+the step with the shell's own message in its output and a non-zero exit code.
+
 The marker holds a random nonce per step, so step output cannot be taken for it by accident.
 With `env_from_stdin`, the wrapper first reads `export` lines from stdin up to the marker; the
 kubernetes target uses this so secrets never sit in the pod spec.
@@ -35,7 +39,7 @@ _RUN = (
     # keeps the step's redirections out of the wrapper (dash prints the notice while a simple
     # command's redirections are in effect); it execs the step's shell, so no extra process.
     'trap : TERM; exec 3>&1 >/dev/null 2>&1 </dev/null; printf "%s pid %s\\n" "$2" "$$" >&3; '
-    '(/bin/sh -c "$1") >&3 2>&3 3>&-; printf "%s rc %s\\n" "$2" "$?" >&3'
+    '(cd -- "$4" && exec "$3" -c "$1") >&3 2>&3 3>&-; printf "%s rc %s\\n" "$2" "$?" >&3'
 )
 KILL_SCRIPT = (
     # $1 signal, $2 process group. Exit 0 when the group existed.
@@ -48,9 +52,16 @@ def new_marker() -> str:
     return f"::workflow-agent-{secrets.token_hex(8)}::"
 
 
-def wrapper_argv(script: str, marker: str, *, env_from_stdin: bool = False) -> list[str]:
+def wrapper_argv(
+    script: str,
+    marker: str,
+    *,
+    env_from_stdin: bool = False,
+    shell: str = "/bin/sh",
+    workdir: str = "",
+) -> list[str]:
     body = (_READ_ENV if env_from_stdin else "") + _RUN
-    return ["/bin/sh", "-c", body, "workflow-step", script, marker]
+    return ["/bin/sh", "-c", body, "workflow-step", script, marker, shell, workdir or "."]
 
 
 def kill_argv(pgid: int, sig: str) -> list[str]:

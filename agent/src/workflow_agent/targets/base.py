@@ -15,14 +15,27 @@ from dataclasses import dataclass, field
 LABEL_JOB = "workflow-agent/job-id"
 LABEL_RUN = "workflow-agent/run-id"
 LABEL_INSTANCE = "workflow-agent/instance"
+DEFAULT_SHELL = "/bin/sh"
+# The claim's oidcToken reaches a job as a file, never as a variable value (an environment shows
+# in `docker inspect`, /proc/<pid>/environ and pod specs): this variable names the file. Pulumi
+# Deployments puts the token in /mnt/pulumi/pulumi.oidc [DOC], where the docker and kubernetes
+# targets put it too (in memory); the process target keeps it in the job's directory.
+OIDC_TOKEN_ENV = "PULUMI_OIDC_TOKEN_FILE"  # noqa: S105 - a name
+OIDC_TOKEN_DIR = "/mnt/pulumi"  # noqa: S105 - a path
+OIDC_TOKEN_PATH = OIDC_TOKEN_DIR + "/pulumi.oidc"
+# Writes one line of stdin (the token) to $1 with mode 0600, as the job's own user: run in the
+# job container by the docker and kubernetes targets.
+WRITE_TOKEN_SCRIPT = 'umask 077 && IFS= read -r t && printf "%s" "$t" > "$1"'  # noqa: S105
 
 
 @dataclass(frozen=True)
 class Step:
     index: int  # 1..N: step 0 is skipped by the agent before it reaches a target
     name: str
-    run: str  # a /bin/sh script
+    run: str  # a script for the job's shell (JobSpec.shell)
     timeout: float | None = None  # seconds, already min(step timeout, remaining job time)
+    # Where the step runs: "" is the job's work directory; a relative path is relative to it.
+    workdir: str = ""
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,12 @@ class JobSpec:
     env: dict[str, str] = field(default_factory=dict, repr=False)
     steps: tuple[Step, ...] = ()
     labels: dict[str, str] = field(default_factory=dict)
+    shell: str = ""  # the JobDefinition's `shell` (a name on PATH or a path); "" is /bin/sh
+    oidc_token: str = field(default="", repr=False)  # the claim's oidcToken ("" when none)
+
+    @property
+    def shell_or_default(self) -> str:
+        return self.shell or DEFAULT_SHELL
 
 
 @dataclass(frozen=True)

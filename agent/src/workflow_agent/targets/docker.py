@@ -16,8 +16,12 @@ DOCKER_CERT_PATH). Per job:
   working directory of every step, so files persist between steps. When the agent itself runs in
   a container, `shared_volume_directory` must exist at the same path on the Docker host, because
   the engine resolves bind mounts there.
+- **OIDC token.** A tmpfs is mounted at /mnt/pulumi; the claim's token is written there
+  (`pulumi.oidc`, mode 0600, as the container's user) over an exec's stdin, so it is in neither
+  the container's config nor a host file; `PULUMI_OIDC_TOKEN_FILE` names it.
 - **Steps.** Each step is one `docker exec` of the /bin/sh wrapper in `_stepwrap` (output
-  streamed line by line, stdout and stderr merged, exit code from the wrapper). Timeout and
+  streamed line by line, stdout and stderr merged, exit code from the wrapper), which runs the
+  step with the job's shell in its working directory. Timeout and
   cancel signal the step's process group through a second exec: TERM, then KILL after the grace
   period. Why not stop the container instead: stopping signals only PID 1, so the step would get
   no TERM of its own, and later steps would need a new container without the earlier steps'
@@ -38,6 +42,7 @@ import os
 import queue
 import re
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -54,6 +59,10 @@ from workflow_agent.targets.base import (
     LABEL_INSTANCE,
     LABEL_JOB,
     LABEL_RUN,
+    OIDC_TOKEN_DIR,
+    OIDC_TOKEN_ENV,
+    OIDC_TOKEN_PATH,
+    WRITE_TOKEN_SCRIPT,
     JobSpec,
     Step,
     StepOutcome,
@@ -122,6 +131,11 @@ class DockerTarget(Target):
         name = f"{_jobdir.PREFIX}{_slug(job.job_id)}-{secrets.token_hex(3)}"
         # The low-level API: the models' create and reload would each add an inspect call.
         api = self._client.api
+        mounts = [Mount(WORKDIR, str(jd.work), type="bind")]
+        environment = dict(job.env)
+        if job.oidc_token:
+            mounts.append(Mount(OIDC_TOKEN_DIR, None, type="tmpfs"))
+            environment = {OIDC_TOKEN_ENV: OIDC_TOKEN_PATH, **environment}
         try:
             cid = api.create_container(
                 job.image,
@@ -129,11 +143,9 @@ class DockerTarget(Target):
                 command=[KEEPALIVE],
                 name=name,
                 labels=labels,
-                environment=dict(job.env),
+                environment=environment,
                 working_dir=WORKDIR,
-                host_config=api.create_host_config(
-                    mounts=[Mount(WORKDIR, str(jd.work), type="bind")], init=True
-                ),
+                host_config=api.create_host_config(mounts=mounts, init=True),
                 detach=True,
             )["Id"]
             state.container = self._client.containers.prepare_model({"Id": cid, "Name": name})
@@ -157,7 +169,36 @@ class DockerTarget(Target):
                 f"cannot start the job container from {job.image}: it exited at once "
                 f"(does the image have /bin/sh?): {printed or '/bin/sh does not run'}"
             )
+        if job.oidc_token:
+            self._write_token(cid, job.oidc_token)
         log.info("job %s: container %s, work dir %s", job.job_id, name, jd.work)
+
+    def _write_token(self, cid: str, token: str) -> None:
+        """The OIDC token into the container's tmpfs, over the stdin of an exec."""
+        argv = ["/bin/sh", "-c", WRITE_TOKEN_SCRIPT, "workflow-token", OIDC_TOKEN_PATH]
+        api = self._client.api
+        try:
+            exec_id = api.exec_create(cid, argv, stdin=True)["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+            raw = getattr(sock, "_sock", sock)  # a SocketIO (unix socket) wraps the socket
+            raw.settimeout(60)
+            try:
+                raw.sendall(token.encode() + b"\n")
+                if hasattr(raw, "shutdown_write"):  # paramiko (ssh://)
+                    raw.shutdown_write()
+                else:
+                    raw.shutdown(socket.SHUT_WR)
+                while raw.recv(4096):  # until the exec has ended
+                    pass
+            finally:
+                raw.close()
+            code = self._exit_code(exec_id)
+        except (docker.errors.DockerException, OSError) as exc:
+            raise TargetError(f"cannot write the job's OIDC token: {_why(exc)}") from None
+        if code != 0:
+            raise TargetError(
+                f"cannot write the job's OIDC token to {OIDC_TOKEN_PATH} (exit code {code})"
+            )
 
     def _pull(self, job: JobSpec) -> None:
         image = job.image
@@ -198,10 +239,11 @@ class DockerTarget(Target):
         marker = _stepwrap.new_marker()
         parser = _stepwrap.StepStream(marker, on_line)
         cid = state.container.id
+        argv = _stepwrap.wrapper_argv(
+            step.run, marker, shell=job.shell_or_default, workdir=step.workdir
+        )
         try:
-            exec_id = self._client.api.exec_create(
-                cid, _stepwrap.wrapper_argv(step.run, marker), workdir=WORKDIR
-            )["Id"]
+            exec_id = self._client.api.exec_create(cid, argv, workdir=WORKDIR)["Id"]
             stream = self._client.api.exec_start(exec_id, stream=True)
         except docker.errors.DockerException as exc:
             return StepOutcome(None, "error", f"cannot exec in the job container: {_why(exc)}")
@@ -253,13 +295,18 @@ class DockerTarget(Target):
         try:
             exec_id = self._client.api.exec_create(cid, argv)["Id"]
             self._client.api.exec_start(exec_id)  # returns once the command's output has ended
-            for _attempt in range(50):
-                info = self._client.api.exec_inspect(exec_id)
-                if not info.get("Running"):
-                    return info.get("ExitCode")
-                time.sleep(0.02)
+            return self._exit_code(exec_id)
         except docker.errors.DockerException as exc:
             log.debug("exec %s in %s failed: %s", argv[2:], cid[:12], exc)
+        return None
+
+    def _exit_code(self, exec_id: str) -> int | None:
+        """An ended exec's exit code; its output ending may precede the engine's bookkeeping."""
+        for _attempt in range(50):
+            info = self._client.api.exec_inspect(exec_id)
+            if not info.get("Running"):
+                return info.get("ExitCode")
+            time.sleep(0.02)
         return None
 
     def _signal(self, cid: str, pgid: int, sig: str) -> None:

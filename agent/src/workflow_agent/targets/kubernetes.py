@@ -10,7 +10,9 @@ one container `pulumi-workflow` from the job image running a /bin/sh keepalive l
 `/mnt/workflow` (an emptyDir shared by all steps). Defaults meet the `restricted` Pod Security
 level: runAsNonRoot with uid/gid 1000, no privilege escalation, all capabilities dropped,
 seccomp RuntimeDefault. Settings (`_k8spod`): PULUMI_AGENT_SERVICE_ACCOUNT_NAME,
-PULUMI_AGENT_NUM_CPUS, PULUMI_AGENT_MEM_QUANTITY, PULUMI_AGENT_IMAGE_PULL_POLICY,
+PULUMI_AGENT_NUM_CPUS, PULUMI_AGENT_MEM_QUANTITY (bare numbers: `_k8spod.requests_from_env`;
+upstream's Helm draft values 1000 and 4000000000 are 1 CPU and 4 GB, its Fargate notes' 4 is
+4Gi), PULUMI_AGENT_IMAGE_PULL_POLICY,
 PULUMI_AGENT_DEBUG_POD, and the strategic merge patch in /mnt/worker-pod.json
 (WORKFLOW_AGENT_WORKER_POD_PATCH to move it), which may override any of the defaults.
 prepare() watches the pod until its container runs; an image that cannot be pulled, a bad
@@ -21,7 +23,9 @@ markers are parsed from the pod log). Per-step control is the reason: a step's t
 cancel signals exactly that step's process group (TERM, grace, KILL, through a second exec),
 the exit code comes straight from the step, and later steps still run in the same container
 with the files (and background processes) of earlier ones, exactly as with docker. The job's
-environment travels over the exec's stdin, never in the pod spec. A log-parsing runner could
+environment travels over the exec's stdin, never in the pod spec, and so does the claim's OIDC
+token: written once to /mnt/pulumi/pulumi.oidc (an in-memory emptyDir, mode 0600) after the
+pod starts, named by PULUMI_OIDC_TOKEN_FILE. A log-parsing runner could
 only stop the whole pod, and step markers in a log can be forged by step output. The cost is
 pods/exec in the RBAC, and a step whose exec connection breaks (API server restart) is
 reported as an error.
@@ -63,7 +67,17 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream as k8s_stream
 
 from workflow_agent.targets import _execpump, _k8spod, _stepwrap
-from workflow_agent.targets.base import JobSpec, Step, StepOutcome, Target, TargetError, refuse_step
+from workflow_agent.targets.base import (
+    OIDC_TOKEN_ENV,
+    OIDC_TOKEN_PATH,
+    WRITE_TOKEN_SCRIPT,
+    JobSpec,
+    Step,
+    StepOutcome,
+    Target,
+    TargetError,
+    refuse_step,
+)
 
 if TYPE_CHECKING:
     from workflow_agent.config import AgentConfig
@@ -109,6 +123,12 @@ class KubernetesTarget(Target):
         self._grace = grace
         self._start_timeout = start_timeout
         self._settings = _k8spod.Settings.from_env(os.environ if env is None else env)
+        if self._settings.cpus or self._settings.memory:
+            log.info(
+                "worker pods request cpu %s, memory %s",
+                self._settings.cpus or "(unset)",
+                self._settings.memory or "(unset)",
+            )
         default_ns = "default"
         if api_client is None:
             api_client, default_ns = _load_config()
@@ -156,6 +176,25 @@ class KubernetesTarget(Target):
             self._jobs[job.job_id] = _Job(name)
         log.info("job %s: pod %s/%s created", job.job_id, self._ns, name)
         self._wait_running(name, job.image)
+        if job.oidc_token:
+            self._write_token(name, job.oidc_token)
+
+    def _write_token(self, name: str, token: str) -> None:
+        """The OIDC token into the pod's in-memory volume, over the stdin of an exec."""
+        argv = ["/bin/sh", "-c", WRITE_TOKEN_SCRIPT, "workflow-token", OIDC_TOKEN_PATH]
+        try:
+            ws = self._connect(name, argv, stdin=True)
+            ws.write_stdin(token.encode() + b"\n")
+            ws.run_forever(timeout=60)
+            code = _returncode(ws)
+            ws.close()
+        except Exception as exc:  # ApiException, websocket and socket errors alike
+            raise TargetError(f"cannot write the job's OIDC token into pod {name}: {exc}") from None
+        if code != 0:
+            raise TargetError(
+                f"cannot write the job's OIDC token to {OIDC_TOKEN_PATH} in pod {name} "
+                f"(exit code {code})"
+            )
 
     def _wait_running(self, name: str, image: str) -> None:
         deadline = time.monotonic() + self._start_timeout
@@ -222,10 +261,19 @@ class KubernetesTarget(Target):
             return refused
         marker = _stepwrap.new_marker()
         parser = _stepwrap.StepStream(marker, on_line)
-        argv = _stepwrap.wrapper_argv(step.run, marker, env_from_stdin=True)
+        argv = _stepwrap.wrapper_argv(
+            step.run,
+            marker,
+            env_from_stdin=True,
+            shell=job.shell_or_default,
+            workdir=step.workdir,
+        )
+        env = dict(job.env)
+        if job.oidc_token:
+            env = {OIDC_TOKEN_ENV: OIDC_TOKEN_PATH, **env}
         try:
             ws = self._connect(state.name, argv, stdin=True)
-            ws.write_stdin(_stepwrap.env_lines(job.env, marker))
+            ws.write_stdin(_stepwrap.env_lines(env, marker))
         except Exception as exc:  # ApiException, websocket and socket errors alike
             return StepOutcome(None, "error", f"cannot exec in pod {state.name}: {exc}")
 

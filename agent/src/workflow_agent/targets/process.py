@@ -9,8 +9,11 @@ Use it only for trusted workloads, on hosts dedicated to the agent, with the age
 unprivileged user. What it does give you:
 
 - Each job gets a fresh directory `<shared_volume_directory or OS temp>/workflow-agent-job-*/work`
-  (mode 0700). Steps run there, one after another, with `/bin/sh -c <step>`, so files persist
-  between steps. The directory is deleted when the job ends.
+  (mode 0700). Steps run there (or in their `workingDir`, relative to it), one after another,
+  with `<shell> -c <step>` (the job's `shell`, default /bin/sh, looked up on the job's PATH), so
+  files persist between steps. The directory is deleted when the job ends.
+- The claim's OIDC token is in `pulumi.oidc` (mode 0600) next to `work/`, named by
+  `PULUMI_OIDC_TOKEN_FILE`.
 - The environment is exactly the job's (`JobSpec.env`: job variables, allowlisted host
   variables, DOCKER_HOST), plus `HOME` (the job directory) and a plain `PATH`
   (`/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin`, with `/opt/homebrew/bin` first on macOS);
@@ -42,7 +45,15 @@ from typing import TYPE_CHECKING
 
 from workflow_agent.targets import _jobdir, _procs
 from workflow_agent.targets._lines import LineSplitter
-from workflow_agent.targets.base import JobSpec, Step, StepOutcome, Target, refuse_step
+from workflow_agent.targets.base import (
+    OIDC_TOKEN_ENV,
+    JobSpec,
+    Step,
+    StepOutcome,
+    Target,
+    TargetError,
+    refuse_step,
+)
 
 if TYPE_CHECKING:
     from workflow_agent.config import AgentConfig
@@ -80,6 +91,11 @@ class ProcessTarget(Target):
         jd.write_owner({**jd.owner(), "boot_id": _procs.boot_id(), "groups": []})
         with self._lock:
             self._jobs[job.job_id] = _Job(jd)
+        if job.oidc_token:
+            try:
+                _jobdir.write_private(jd.oidc_token, job.oidc_token)
+            except OSError as exc:
+                raise TargetError(f"cannot write the job's OIDC token: {exc.strerror}") from None
         log.info("job %s: working directory %s", job.job_id, jd.work)
 
     def workdir(self, job: JobSpec):
@@ -88,7 +104,10 @@ class ProcessTarget(Target):
         return state.jobdir.work if state else None
 
     def environment(self, job: JobSpec, workdir) -> dict[str, str]:
-        return {"HOME": str(workdir), "PATH": DEFAULT_PATH, **job.env}
+        env = {"HOME": str(workdir), "PATH": DEFAULT_PATH}
+        if job.oidc_token:
+            env[OIDC_TOKEN_ENV] = str(_jobdir.JobDir(workdir.parent).oidc_token)
+        return {**env, **job.env}
 
     def run_step(
         self,
@@ -103,10 +122,14 @@ class ProcessTarget(Target):
         if refused:
             return refused
         work = state.jobdir.work
+        cwd = work / step.workdir  # an absolute workdir replaces `work`
+        if not cwd.is_dir():
+            return StepOutcome(None, "error", f"working directory {step.workdir} does not exist")
+        shell = job.shell_or_default
         try:
             proc = subprocess.Popen(
-                ["/bin/sh", "-c", step.run],
-                cwd=work,
+                [shell, "-c", step.run],
+                cwd=cwd,
                 env=self.environment(job, work),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -114,7 +137,7 @@ class ProcessTarget(Target):
                 start_new_session=True,  # setsid: own session and process group (pgid == pid)
             )
         except OSError as exc:
-            return StepOutcome(None, "error", f"cannot start /bin/sh: {exc.strerror or exc}")
+            return StepOutcome(None, "error", f"cannot start {shell}: {exc.strerror or exc}")
         self._record_group(state, proc.pid)
         deadline = None if step.timeout is None else time.monotonic() + step.timeout
         splitter = LineSplitter(on_line)
