@@ -49,6 +49,7 @@ class Request:
     path: str
     body: bytes
     at: float
+    route: str = ""
 
     def json(self):
         return json.loads(self.body) if self.body else None
@@ -84,7 +85,7 @@ class BadServer(ThreadingHTTPServer):
 
     def script(self, route: str, *answers: Bad) -> None:
         """Queue answers for a route: poll, ack, job_get, step_status, logs, heartbeat,
-        job_status, deployment_status."""
+        deployment_status."""
         with self.lock:
             self.scripts[route].extend(answers)
 
@@ -111,9 +112,29 @@ class BadServer(ThreadingHTTPServer):
                 r for r in self.requests if r.method == method and r.path.startswith(path_prefix)
             ]
 
-    def final_status(self, job_id: str) -> dict | None:
-        reports = self.seen("PATCH", f"/api/workflow/jobs/{job_id}/status")
-        return reports[-1].json() if reports else None
+    def outcome(self, job_id: str) -> dict | None:
+        """The job's outcome as the service derives it from the step reports (there is no
+        job-level status call): the first failed step fails it, with that step's last log line
+        as the reason; steps 1..N of its definition all succeeded: succeeded; else None."""
+        steps: dict[int, str] = {}
+        for r in self.seen("PATCH", f"/api/workflow/jobs/{job_id}/"):
+            parts = r.path.strip("/").split("/")
+            if len(parts) == 6 and parts[4].isdigit() and r.body:
+                steps[int(parts[4])] = json.loads(r.body).get("status")
+        failed = sorted(i for i, status in steps.items() if status == "failed")
+        if failed:
+            lines = self.logs.get((job_id, str(failed[0]))) or [""]
+            return {"status": "failed", "reason": lines[-1]}
+        definition = self.definitions.get(job_id)
+        count = len(definition["steps"]) - 1 if isinstance(definition, dict) else -1
+        if count > 0 and all(steps.get(i) == "succeeded" for i in range(1, count + 1)):
+            return {"status": "succeeded"}
+        return None
+
+    def unknown(self) -> list[str]:
+        """Requests to routes the real service does not have (docs/protocol.md)."""
+        with self.lock:
+            return [f"{r.method} {r.path}" for r in self.requests if r.route == "unknown"]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -134,8 +155,6 @@ class _Handler(BaseHTTPRequestHandler):
             rest = parts[3:]
             if len(rest) == 1:
                 return "job_get"
-            if rest[1:] == ["status"]:
-                return "job_status"
             if rest[1:] == ["heartbeat"]:
                 return "heartbeat"
             if len(rest) == 3 and rest[2] == "status":
@@ -150,8 +169,8 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.server
         path = self.path.split("?", 1)[0]
         with server.lock:
-            server.requests.append(Request(self.command, path, body, time.monotonic()))
             route = self._route(self.command, path.strip("/").split("/"))
+            server.requests.append(Request(self.command, path, body, time.monotonic(), route))
             script = server.scripts[route]
             answer = script.popleft() if script else None
         if answer is None or answer.after_work:

@@ -60,7 +60,8 @@ BAD_POLLS = [
     Bad(200, b"{}" + b" " * 10, {"Content-Length": "999"}, name="short body"),
 ]
 
-# Job definitions that cannot be used: the job must be reported failed, with the reason.
+# Job definitions that cannot be used: the job must be reported failed, with the reason in the
+# log of step 1, the first step that cannot run.
 BAD_DEFINITIONS = {
     "truncated": Bad(200, b'{"image": {"reference": "x"}, "steps": [', name="truncated"),
     "steps-string": json_answer({**GOOD, "steps": "make"}),
@@ -86,8 +87,9 @@ def bad_agent(server: BadServer, directory, name: str, **extra) -> AgentProcess:
     return AgentProcess(service, directory, name, **{**SETTINGS, **extra})
 
 
-def stop_cleanly(agent: AgentProcess) -> None:
+def stop_cleanly(agent: AgentProcess, server: BadServer) -> None:
     assert agent.proc.poll() is None, f"the agent died:\n{agent.stderr[-3000:]}"
+    assert server.unknown() == []  # only routes the real service has
     agent.signal(signal.SIGTERM)
     assert agent.wait() == 0, agent.stderr[-3000:]
     assert_no_crash(agent)
@@ -103,8 +105,8 @@ def test_bad_poll_answers_are_retried_and_the_next_job_runs(agents, tmp_path):
         wait_for(lambda: server.left("poll") == 0, timeout=WAIT * 2, what="bad polls used up")
         # Polling goes on after the last bad answer, and a good claim runs to the end.
         server.add_job("j-good", GOOD)
-        wait_for(lambda: server.final_status("j-good"), timeout=WAIT, what="good job reported")
-        assert server.final_status("j-good") == {"status": "succeeded"}
+        wait_for(lambda: server.outcome("j-good"), timeout=WAIT, what="good job reported")
+        assert server.outcome("j-good") == {"status": "succeeded"}
         assert server.logs[("j-good", "1")] == ["fine"]
 
         started = {r.path.split("/")[4] for r in server.seen("GET", "/api/workflow/jobs/")}
@@ -113,7 +115,7 @@ def test_bad_poll_answers_are_retried_and_the_next_job_runs(agents, tmp_path):
         errors = metric(samples, "workflow_agent_polls_total", outcome="error")
         assert errors == len(BAD_POLLS) - len(EMPTY), agent.stderr[-3000:]
         assert metric(samples, "workflow_agent_polls_total", outcome="claimed") == 1
-        stop_cleanly(agent)
+        stop_cleanly(agent, server)
     for line in ("malformed response", "response too large", "ReadTimeout"):
         assert line in agent.stderr
 
@@ -125,14 +127,18 @@ def test_bad_job_definitions_fail_their_job_cleanly(agents, tmp_path):
         server.add_job("j-good", GOOD)
         agent = bad_agent(server, tmp_path, "definitions")
         agents.append(agent.start())
-        wait_for(lambda: server.final_status("j-good"), timeout=WAIT * 3, what="last job reported")
+        wait_for(lambda: server.outcome("j-good"), timeout=WAIT * 3, what="last job reported")
         for job_id in BAD_DEFINITIONS:
-            final = server.final_status(job_id)
-            assert final is not None, f"{job_id}: no final status"
+            final = server.outcome(job_id)
+            assert final is not None, f"{job_id}: no failed step"
             assert final["status"] == "failed", (job_id, final)
-            assert final["reason"].startswith("cannot fetch the job definition: "), (job_id, final)
-        assert server.final_status("j-good") == {"status": "succeeded"}
-        stop_cleanly(agent)
+            why = ("cannot fetch the job definition: ", "refused the job definition: ")
+            assert final["reason"].startswith(tuple("[workflow-agent] error: " + w for w in why))
+            assert [r.path for r in server.seen("PATCH", f"/api/workflow/jobs/{job_id}/")] == [
+                f"/api/workflow/jobs/{job_id}/1/status"
+            ] * 2  # running, then failed: step 1, never step 0
+        assert server.outcome("j-good") == {"status": "succeeded"}
+        stop_cleanly(agent, server)
 
 
 @pytest.mark.parametrize(
@@ -150,7 +156,6 @@ def test_bad_job_definitions_fail_their_job_cleanly(agents, tmp_path):
                 Bad(200, b'{"offset": -40}', after_work=True),
             ],
         ),
-        ("job_status", [Bad(200, b"{"), Bad(mode="close")]),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
@@ -166,13 +171,13 @@ def test_bad_answers_while_a_job_runs_do_not_lose_it(agents, tmp_path, route, an
         agent = bad_agent(server, tmp_path, route)
         agents.append(agent.start())
         wait_for(
-            lambda: all(server.final_status(j) for j in ids), timeout=WAIT * 2, what="jobs reported"
+            lambda: all(server.outcome(j) for j in ids), timeout=WAIT * 2, what="jobs reported"
         )
         assert server.left(route) == 0
         for job_id in ids:
-            assert server.final_status(job_id) == {"status": "succeeded"}
+            assert server.outcome(job_id) == {"status": "succeeded"}
             assert server.logs[(job_id, "1")] == ["one", "two"]
-        stop_cleanly(agent)
+        stop_cleanly(agent, server)
 
 
 def polls_again(server, what: str) -> None:
@@ -192,7 +197,7 @@ def test_slow_loris_headers_do_not_stall_polling(agents, tmp_path):
         agents.append(agent.start())
         wait_for(lambda: server.left("poll") == 0, what="the slow answer started")
         polls_again(server, "a poll after the slow loris (request_timeout is 2s)")
-        stop_cleanly(agent)
+        stop_cleanly(agent, server)
 
 
 def test_server_text_is_logged_without_control_characters(agents, tmp_path):
@@ -210,10 +215,10 @@ def test_server_text_is_logged_without_control_characters(agents, tmp_path):
         )
         agent = bad_agent(server, tmp_path, "escapes", request_retry_count=0)
         agents.append(agent.start())
-        wait_for(lambda: server.final_status("j-esc"), what="the job reported")
-        assert server.final_status("j-esc") == {"status": "succeeded"}
+        wait_for(lambda: server.outcome("j-esc"), what="the job reported")
+        assert server.outcome("j-esc") == {"status": "succeeded"}
         assert agent.stderr.count("poll failed") >= 2
-        stop_cleanly(agent)
+        stop_cleanly(agent, server)
     raw = agent.stderr_path.read_bytes()
     controls = sorted(
         {chr(b) for b in raw if b < 32 and b not in (9, 10)}
@@ -231,4 +236,4 @@ def test_a_huge_retry_after_on_an_empty_poll_does_not_stop_polling(agents, tmp_p
         agents.append(agent.start())
         wait_for(lambda: server.left("poll") == 0, what="the answer used")
         polls_again(server, "a poll after the huge Retry-After")
-        stop_cleanly(agent)
+        stop_cleanly(agent, server)

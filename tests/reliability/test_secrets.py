@@ -35,8 +35,9 @@ HOST_ENV = {
 }
 ALLOWLIST = ["WFA_ALLOWED", "WFA_TOKEN_COPY", "PULUMI_AGENT_TOKEN"]
 # Variables a job may have that come from its runtime, not from the host: the targets set HOME
-# and PATH, the shell sets PWD (and maybe SHLVL, OLDPWD, _), Docker sets HOSTNAME.
-RUNTIME = {"HOME", "PATH", "PWD", "SHLVL", "OLDPWD", "_", "HOSTNAME"}
+# and PATH, and PULUMI_OIDC_TOKEN_FILE (a path: the token itself is never a variable's value),
+# the shell sets PWD (and maybe SHLVL, OLDPWD, _), Docker sets HOSTNAME.
+RUNTIME = {"HOME", "PATH", "PULUMI_OIDC_TOKEN_FILE", "PWD", "SHLVL", "OLDPWD", "_", "HOSTNAME"}
 ENV_MARK = "ENV64:"
 STEPS = [
     {
@@ -99,12 +100,16 @@ def job_environments(case: Case) -> dict[str, bytes]:
     return found
 
 
+MODES: dict[Path, int] = {}  # the mode of each file when files_under read it
+
+
 def files_under(root: Path, skip: Path) -> dict[Path, bytes]:
     out = {}
     for path in root.rglob("*"):
         if path.is_file() and not path.is_symlink() and skip not in path.parents:
             try:
                 out[path] = path.read_bytes()
+                MODES[path] = stat.S_IMODE(path.stat().st_mode)
             except OSError:
                 continue
     return out
@@ -174,6 +179,12 @@ def run_and_scan(emu, agents, tmp_path, cases: list[Case], extra_secrets: dict[s
         assert job["status"] == "succeeded", job
         assert f"job token {case.job}" in secrets and f"job oidc token {case.job}" in secrets
         assert "secret is [secret]" in job["steps"][0]["logs"]
+        if case.agent.name.startswith("process"):
+            # Positive control: the scan of files does see the job's OIDC token, in the one
+            # file that may hold it (docker keeps it in the container's memory).
+            oidc = secrets[f"job oidc token {case.job}"].encode()
+            holders = [p for p, data in files.items() if oidc in data]
+            assert [p.name for p in holders] == ["pulumi.oidc"], holders
 
     # Everything the agents produced or handed out, and where it was seen.
     everywhere: dict[str, bytes] = {"ps": ps.stdout}
@@ -200,7 +211,7 @@ def run_and_scan(emu, agents, tmp_path, cases: list[Case], extra_secrets: dict[s
         (what, where)
         for what, secret in secrets.items()
         for where, data in everywhere.items()
-        if secret.encode() in data and not (Path(where).exists() and secret_file_ok(Path(where)))
+        if secret.encode() in data and not (Path(where) in MODES and secret_file_ok(Path(where)))
     ]
     hits += [
         (what, where)
@@ -214,10 +225,12 @@ def run_and_scan(emu, agents, tmp_path, cases: list[Case], extra_secrets: dict[s
 
 
 def secret_file_ok(path: Path) -> bool:
-    """A file may hold a secret only if it is a config or token file, mode 0600."""
-    mode = stat.S_IMODE(path.stat().st_mode)
+    """A file may hold a secret only if it is a config or token file, mode 0600 (pulumi.oidc:
+    the job's OIDC token, which the process target hands its job in the job's directory; gone
+    with the job, so judged by the mode it had when read)."""
+    mode = MODES[path]
     assert mode == 0o600, f"{path} holds a secret with mode {oct(mode)}"
-    return path.name in ("pulumi-workflow-agent.yaml", "oidc-token")
+    return path.name in ("pulumi-workflow-agent.yaml", "oidc-token", "pulumi.oidc")
 
 
 def check_job_env(case: Case, env: dict[str, str]) -> None:

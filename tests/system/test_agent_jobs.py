@@ -179,16 +179,18 @@ def test_a_target_bug_fails_one_job_and_cleanup_still_runs(emu):
     target = Recorder(step_error=TargetError("container vanished"))
     result, job, _, _ = run_job(emu, target, STEPS)
     assert result == "failed"
-    assert job["steps"][0]["logs"][-1] == "[workflow-agent] step failed: error: container vanished"
+    assert job["steps"][0]["logs"][-1] == (
+        "[workflow-agent] step 1 (one) failed: error: container vanished"
+    )
     assert [c[0] for c in target.calls] == ["prepare", "run_step", "cleanup"]
 
 
 @pytest.mark.parametrize(
     ("outcome", "line"),
     [
-        (StepOutcome(2, "exited"), "step failed: exit code 2"),
-        (StepOutcome(None, "timeout"), "step failed: timed out"),
-        (StepOutcome(None, "timeout", "10m"), "step failed: timed out (10m)"),
+        (StepOutcome(2, "exited"), "step 1 (one) failed: exit code 2"),
+        (StepOutcome(None, "timeout"), "job timed out in step 1 (one)"),  # the job's hour
+        (StepOutcome(None, "timeout", "10m"), "step 1 (one) timed out (10m)"),
     ],
 )
 def test_failed_steps_stop_the_job(emu, outcome, line):

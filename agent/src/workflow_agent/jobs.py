@@ -290,16 +290,14 @@ class JobRunner:
                     return self._setup_failed(
                         claim, replace(spec, steps=(step,)), "job timed out", log
                     )
-                outcome = self._step(claim, spec, replace(step, timeout=timeout), cancel, log)
+                outcome, why = self._step(
+                    claim, spec, replace(step, timeout=timeout), cancel, log, by_job
+                )
                 if outcome.succeeded:
                     continue
                 if cancel.is_set():
                     return "canceled", cancel.reason
-                if outcome.reason == "timeout":
-                    if by_job:
-                        return "failed", f"job timed out in step {step.index} ({step.name})"
-                    return "failed", f"step {step.index} ({step.name}) timed out"
-                return "failed", f"step {step.index} ({step.name}) failed: {_describe(outcome)}"
+                return "failed", why
             return "succeeded", ""
         finally:
             try:
@@ -307,7 +305,11 @@ class JobRunner:
             except Exception:  # cleanup must never raise; if it does, say so and go on
                 log.exception("target cleanup failed")
 
-    def _step(self, claim: Claim, spec: JobSpec, step: Step, cancel: Cancel, log) -> StepOutcome:
+    def _step(
+        self, claim: Claim, spec: JobSpec, step: Step, cancel: Cancel, log, by_job: bool
+    ) -> tuple[StepOutcome, str]:
+        """Run one step and report it; its outcome and, when it failed, why (the last line of
+        its log: what the service shows as the job's reason)."""
         log.info("step %d (%s) running", step.index, step.name)
         self._step_status(claim, step.index, "running", log)
         shipper = self._shipper(claim, step.index)
@@ -319,16 +321,23 @@ class JobRunner:
         except Exception as exc:
             log.exception("target run_step failed")
             outcome = StepOutcome(None, "error", f"agent internal error: {type(exc).__name__}")
+        why = ""
         if not outcome.succeeded:
             if outcome.reason == "canceled" or cancel.is_set():
-                shipper.add(f"[workflow-agent] step canceled: {cancel.reason or outcome.detail}")
+                why = f"step canceled: {cancel.reason or outcome.detail}"
+            elif outcome.reason == "timeout" and by_job:
+                why = f"job timed out in step {step.index} ({step.name})"
+            elif outcome.reason == "timeout":
+                detail = f" ({outcome.detail})" if outcome.detail else ""
+                why = f"step {step.index} ({step.name}) timed out{detail}"
             else:
-                shipper.add(f"[workflow-agent] step failed: {_describe(outcome)}")
+                why = f"step {step.index} ({step.name}) failed: {_describe(outcome)}"
+            shipper.add(f"[workflow-agent] {why}")
         shipper.close()
         status = "succeeded" if outcome.succeeded else "failed"
         self._step_status(claim, step.index, status, log)
         log.info("step %d (%s) %s", step.index, step.name, status)
-        return outcome
+        return outcome, why
 
     def _setup_failed(self, claim: Claim, spec: JobSpec, text: str, log) -> tuple[str, str]:
         """A job that fails before a step runs: the reason goes to the first step's log."""
