@@ -137,7 +137,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 pool:
-  description: The pool as the service describes it; empty after deletion.
+  description:
+    - The pool as the service describes it (the REST API's C(AgentPoolDetail)); empty after
+      deletion. In check mode, for a pool that does not exist yet, only C(name) and
+      C(description).
   returned: always
   type: dict
   contains:
@@ -153,16 +156,43 @@ pool:
       description: The pool's description.
       type: str
       sample: Linux build hosts
-    status:
-      description: C(online) when any of its agents is online, else C(offline).
-      type: str
-      sample: online
+    created:
+      description: When the pool was created, in Unix epoch seconds.
+      type: int
+      sample: 1767225600
     agents:
-      description:
-        - The agents the service has seen in this pool (version, platform, hostname, ip, pid,
-          instance, lastSeen, status).
+      description: The agents the service has seen in this pool.
       type: list
       elements: dict
+      contains:
+        version:
+          description: The agent's version.
+          type: str
+          sample: 0.1.0
+        platform:
+          description: The platform the agent runs on.
+          type: str
+          sample: linux/x86_64
+        hostname:
+          description: The host name the agent reported.
+          type: str
+          sample: build-03
+        ip:
+          description: The address the service saw the agent at.
+          type: str
+          sample: 10.0.4.17
+        pid:
+          description: The agent's process ID, as a string.
+          type: str
+          sample: "4242"
+        lastSeen:
+          description: When the service last heard from the agent, in Unix epoch seconds.
+          type: int
+          sample: 1767229200
+        status:
+          description: C(online) or C(offline).
+          type: str
+          sample: online
 online:
   description: How many of the pool's agents are online.
   returned: success and O(state=present)
@@ -271,9 +301,11 @@ class PoolClient(object):
             raise PoolError("creating pool %r: the answer has no id and tokenValue" % name)
         return data["id"], data["tokenValue"]
 
-    def update(self, pool_id, changes):
+    def update(self, pool_id, name, description):
+        # The body is a CreateOrgAgentPoolRequest, whose name and description are both required.
+        body = {"name": name, "description": description}
         return self._json(
-            self._call("PATCH", "/" + quote(pool_id, safe=""), data=changes), "pool %s" % pool_id
+            self._call("PATCH", "/" + quote(pool_id, safe=""), data=body), "pool %s" % pool_id
         )
 
     def delete(self, pool_id, force):
@@ -319,8 +351,7 @@ def wait_online(client, pool_id, count, timeout, delay, clock=time.monotonic, sl
             return pool
         if clock() >= deadline:
             names = sorted(
-                "%s/%s" % (a.get("hostname") or "?", a.get("instance") or a.get("pid") or "?")
-                for a in online
+                "%s/%s" % (a.get("hostname") or "?", a.get("pid") or "?") for a in online
             )
             raise PoolError(
                 "only %d of %d agents online in pool %r after %ss (online: %s)"
@@ -366,7 +397,7 @@ def ensure(client, params, check_mode):
         if wanted is not None and wanted != found.get("description"):
             result["changed"] = True
             if not check_mode:
-                client.update(pool_id, {"description": wanted})
+                client.update(pool_id, name, wanted)
 
     if params["wait_for_online"] > 0:
         pool = wait_online(

@@ -6,9 +6,19 @@ created.
 
 from __future__ import annotations
 
+import socket
 import stat
 
+import yaml
+from agent_harness import REPO
 from test_plugins_common import run_play
+
+
+def documented_return() -> dict:
+    """The module's RETURN documentation, as ansible-doc reads it."""
+    source = (REPO / "plugins/modules/agent_pool.py").read_text()
+    text = source.split('RETURN = r"""', 1)[1].split('"""', 1)[0]
+    return yaml.safe_load(text)
 
 
 def pool_task(emu, name="builders", task_name="pool", **options):
@@ -86,23 +96,33 @@ def test_returned_token_lets_agents_join_and_the_gate_counts_them(emu, make_agen
     token = run["pool"]["token"]  # no token_dest: returned once (a real play would use no_log)
     assert token.startswith("pul-")
 
-    make_agent("a", token=token).start()
-    make_agent("b", token=token).start()
+    a = make_agent("a", token=token).start()
+    b = make_agent("b", token=token).start()
     gate = pool_task(emu, name="fleet", wait_for_online=2, wait_timeout=120, wait_delay=0.5)
     run = play(emu, tmp_path / "2", [gate], access)
     assert run.rc == 0, run.output
     res = run["pool"]
     assert res["changed"] is False and "token" not in res
     assert res["online"] == 2
-    assert sorted(a["instance"] for a in res["pool"]["agents"]) == ["a", "b"]
-    assert res["pool"]["status"] == "online"
+    pids = sorted(str(agent.proc.pid) for agent in (a, b))
+    assert sorted(x["pid"] for x in res["pool"]["agents"]) == pids
+    assert {x["status"] for x in res["pool"]["agents"]} == {"online"}
+
+    # The RETURN docs describe exactly what comes back: the published AgentPoolDetail.
+    doc = documented_return()["pool"]["contains"]
+    assert set(res["pool"]) == set(doc)
+    for agent in res["pool"]["agents"]:
+        assert set(agent) == set(doc["agents"]["contains"])
+        assert isinstance(agent["lastSeen"], int)
+    assert isinstance(res["pool"]["created"], int)
 
     short = pool_task(emu, name="fleet", wait_for_online=3, wait_timeout=2, wait_delay=0.5)
     run = play(emu, tmp_path / "3", [short], access)
     assert run.rc != 0
     msg = run["pool"]["msg"]
     assert msg.startswith("only 2 of 3 agents online in pool 'fleet' after 2s (online: ")
-    assert "/a" in msg and "/b" in msg
+    host = socket.gethostname()
+    assert all(f"{host}/{pid}" in msg for pid in pids)
 
 
 def test_delete_needs_force_while_in_use(emu, tmp_path):

@@ -51,9 +51,11 @@ class FakeService:
             return reply(404, {"error": f"no pool {pool_id!r}"})
         if method == "GET":
             return reply(200, self.pools[pool_id])
-        if method == "PATCH":
+        if method == "PATCH":  # a CreateOrgAgentPoolRequest in, a PatchOrgAgentPoolResponse out
+            if set(data) != {"name", "description"}:
+                return reply(400, {"error": "name and description required"})
             self.pools[pool_id].update(data)
-            return reply(200, self.pools[pool_id])
+            return reply(200, {"name": data["name"], "description": data["description"]})
         if method == "DELETE":
             del self.pools[pool_id]
             return reply(204)
@@ -82,8 +84,8 @@ def params(**kw):
     return base
 
 
-def agent(instance, status="online"):
-    return {"hostname": "h", "instance": instance, "pid": "1", "status": status}
+def agent(pid, status="online"):
+    return {"hostname": "h", "pid": pid, "status": status}
 
 
 # --- the calls ------------------------------------------------------------------------------
@@ -141,7 +143,9 @@ def test_description_is_updated_only_when_given_and_different():
     assert agent_pool.ensure(client(service), params(description="old"), False)["changed"] is False
     result = agent_pool.ensure(client(service), params(description="new"), False)
     assert result["changed"] is True and result["pool"]["description"] == "new"
-    assert ("PATCH", BASE + "/p1", {"description": "new"}) in [r[:3] for r in service.requests]
+    # PATCH takes a CreateOrgAgentPoolRequest: name and description, both required [SPEC].
+    patch = {"name": "builders", "description": "new"}
+    assert ("PATCH", BASE + "/p1", patch) in [r[:3] for r in service.requests]
 
 
 def test_check_mode_never_writes():
@@ -236,9 +240,9 @@ class Clock:
 
 
 def test_wait_until_enough_agents_are_online():
-    service = FakeService([{"id": "p1", "name": "builders", "agents": [agent("a")]}])
+    service = FakeService([{"id": "p1", "name": "builders", "agents": [agent("1")]}])
     clock = Clock()
-    answers = iter([[agent("a")], [agent("a"), agent("b", "offline")], [agent("a"), agent("b")]])
+    answers = iter([[agent("1")], [agent("1"), agent("2", "offline")], [agent("1"), agent("2")]])
 
     original = service.__call__
 
@@ -255,14 +259,14 @@ def test_wait_until_enough_agents_are_online():
 
 def test_wait_times_out_naming_who_is_online():
     service = FakeService(
-        [{"id": "p1", "name": "builders", "agents": [agent("a"), agent("z", "offline")]}]
+        [{"id": "p1", "name": "builders", "agents": [agent("41"), agent("42", "offline")]}]
     )
     clock = Clock()
     with pytest.raises(agent_pool.PoolError) as err:
         agent_pool.wait_online(
             client(service), "p1", 3, timeout=10, delay=4, clock=clock, sleep=clock.sleep
         )
-    assert str(err.value) == "only 1 of 3 agents online in pool 'builders' after 10s (online: h/a)"
+    assert str(err.value) == "only 1 of 3 agents online in pool 'builders' after 10s (online: h/41)"
     assert clock.sleeps == [4, 4, 4]
 
 
