@@ -20,9 +20,38 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-from workflow_emulator.testing import Emulator  # noqa: E402 - pip install -e tests/emulator
+from workflow_emulator.app import EXECUTOR  # noqa: E402 - pip install -e tests/emulator
+from workflow_emulator.testing import Emulator  # noqa: E402
 
 WAIT = 120.0  # seconds: generous deadlines for a loaded 2-core machine
+
+# A job shaped like a real deployment, for every target: its runner fetches the Pulumi
+# Deployments executor from the service (GET /api/deployments/executor, with the job's
+# credential) and runs it in one shared work area, step 0 being the checkout slot. The emulator
+# job needs `service_env: True` (PULUMI_BACKEND_URL, PULUMI_ACCESS_TOKEN) and `shell: bash`; the
+# job images here have bash but no curl, so the download is plain HTTP over bash's /dev/tcp.
+FETCH_EXECUTOR = r"""set -euo pipefail
+hostport=${PULUMI_BACKEND_URL#http://}; hostport=${hostport%%/*}
+exec 3<>"/dev/tcp/${hostport%:*}/${hostport##*:}"
+printf 'GET /api/deployments/executor HTTP/1.0\r\nHost: %s\r\nAuthorization: token %s\r\n\r\n' \
+  "$hostport" "$PULUMI_ACCESS_TOKEN" >&3
+IFS= read -r status <&3
+case "$status" in *" 200 "*) ;; *) echo "download failed: $status"; exit 1 ;; esac
+while IFS= read -r line <&3 && [ -n "${line%$'\r'}" ]; do :; done
+cat <&3 > executor; exec 3<&-
+chmod +x executor
+echo "fetched the executor ($(wc -c < executor) bytes)"
+"""
+DEPLOYMENT_STEPS = [
+    {"name": "fetch executor", "run": FETCH_EXECUTOR},
+    {"name": "pulumi up", "run": "./executor up --yes --stack dev"},
+    {"name": "oidc", "run": 'test -s "$PULUMI_OIDC_TOKEN_FILE" && echo "oidc token file ready"'},
+]
+DEPLOYMENT_LOGS = [
+    [f"fetched the executor ({len(EXECUTOR)} bytes)"],
+    ["pulumi deployments executor (workflow-emulator stand-in): up --yes --stack dev"],
+    ["oidc token file ready"],
+]
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 LISTENING = re.compile(r"http server listening on [^\s:]+:(\d+)")
 

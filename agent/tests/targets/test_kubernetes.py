@@ -221,3 +221,31 @@ def test_without_watch_prepare_fails_with_a_clear_error(kubernetes_harness, rbac
             target.prepare(job)
     finally:
         target.cleanup(job)
+
+
+def test_a_deployment_fetches_and_runs_the_executor_in_a_pod(kubernetes_harness, tmp_path):
+    """The deployment-shaped job of tests/system/test_agent_executor.py, here: a real agent
+    (deploy_target: kubernetes) claims it from an emulator that listens on the node's address,
+    which pods reach (tests/k8s/README.md); the job fetches the executor from the service with
+    its own credential, runs it, and finds the claim's OIDC token in its file."""
+    from agent_harness import DEPLOYMENT_LOGS, DEPLOYMENT_STEPS, WAIT, AgentProcess, Emulator
+    from target_harness import kubeconfig_path
+
+    h = kubernetes_harness
+    [node] = h.api.list_node().items
+    node_ip = next(a.address for a in node.status.addresses if a.type == "InternalIP")
+    with Emulator(host=node_ip) as emu:
+        agent = AgentProcess(
+            emu, tmp_path, h.instance, deploy_target="kubernetes", pull_image=False
+        )
+        agent.start(env={"KUBECONFIG": kubeconfig_path()})
+        try:
+            job_id = emu.create_job(
+                DEPLOYMENT_STEPS, service_env=True, image=JOB_IMAGE, **{"shell": "bash"}
+            )
+            [job] = emu.wait_jobs([job_id], timeout=WAIT * 2)
+        finally:
+            agent.stop()
+    assert job["status"] == "succeeded", job
+    assert [s["logs"] for s in job["steps"]] == DEPLOYMENT_LOGS
+    assert h.pods() == []  # the agent deleted the job's pod
