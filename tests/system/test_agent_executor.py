@@ -35,10 +35,13 @@ def test_a_deployment_fetches_and_runs_the_executor_as_a_process(emu, tmp_path):
 
 
 def bridge_gateway() -> str:
+    """The host's address on Docker's default bridge (Docker 20.10 names only the subnet)."""
+    import ipaddress
+
     import docker
 
-    network = docker.from_env(timeout=30).networks.get("bridge")
-    return network.attrs["IPAM"]["Config"][0]["Gateway"]
+    [config] = docker.from_env(timeout=30).networks.get("bridge").attrs["IPAM"]["Config"]
+    return config.get("Gateway") or str(ipaddress.ip_network(config["Subnet"])[1])
 
 
 def test_a_deployment_fetches_and_runs_the_executor_in_docker(tmp_path):
