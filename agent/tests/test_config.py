@@ -78,7 +78,6 @@ DEFAULTS = {
     "http_server_port": 8080,
     "health_threshold": None,
     "syslog": False,
-    "version": "",
     "workflow_runners_directory": "",
     "workflow_runners_embeddable": "",
     "ecs": c.EcsConfig(
@@ -106,9 +105,9 @@ def test_every_default(key, value):
 def test_defaults_cover_every_key():
     assert set(DEFAULTS) | {"token"} == set(c.ALL_KEYS)
     assert set(c.REFERENCE_KEYS) | set(c.EXTENSION_KEYS) == set(c.ALL_KEYS)
-    # The 25 keys of the docs' reference, and the 4 more of upstream's docs and sample.
-    assert len(c.REFERENCE_KEYS) == 29
-    assert set(c.INERT_KEYS) <= set(c.REFERENCE_KEYS)
+    # The 25 keys of the docs' reference, and the 3 more of upstream's sample and newest docs.
+    assert len(c.REFERENCE_KEYS) == 28
+    assert set(c.INERT_KEYS) - c.IGNORED_KEYS <= set(c.REFERENCE_KEYS)
 
 
 def test_token_is_secret_and_model_is_frozen():
@@ -199,7 +198,6 @@ ERRORS = [
     ({"ecs": {"subnets": [""]}}, "ecs.subnets: expected a list of ids"),
     ({"ecs": {"assign_public_ip": "yes"}}, 'ecs.assign_public_ip: "yes" is not a boolean'),
     ({"deploy_target": "ecs"}, 'deploy_target: "ecs" is not supported by this agent (use dock'),
-    ({"version": {"v": 1}}, "version: expected a version string, got a mapping"),
     ({"workflow_runners_directory": 1}, "workflow_runners_directory: expected a string"),
     ({"token_expiration": 1.5}, "token_expiration: 1.5 is not a duration"),
     ({"token_expiration": -60}, "token_expiration: -60 is negative"),
@@ -569,7 +567,7 @@ def test_to_document_masks_and_formats():
     assert doc["token_expiration"] == ""
     assert doc["slots"] == 3
     assert "drain_timeout" not in doc and "log_level" not in doc
-    assert list(doc)[:29] == list(c.REFERENCE_KEYS)
+    assert list(doc)[:28] == list(c.REFERENCE_KEYS)
     assert doc["ecs"]["launch_type"] == "FARGATE"
     assert to_document(cfg, reveal_secrets=True)["token"] == SECRET
     assert set(to_document(cfg, include_defaults=True)) == set(c.ALL_KEYS)

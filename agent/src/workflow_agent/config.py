@@ -58,6 +58,9 @@ WORKFLOW_TYPES = ("deployment", "insights_scan", "policy_evaluation")
 DEPLOY_TARGETS = ("docker", "kubernetes", "process")
 DURATION_EXAMPLES = "(examples: 30s, 1m, 1h30m)"
 SECRET_KEYS = frozenset({"token"})
+# In upstream's docs examples (`version: v0.0.5`) but no setting of any agent: accepted and left
+# out of the settings (and so of files the collection renders), reported like INERT_KEYS.
+IGNORED_KEYS = frozenset({"version"})
 # Upstream keys that do nothing in this agent: accepted (and type-checked), and reported once at
 # start, at info, with the reason.
 _NO_RUNNER_BINARIES = "this agent runs steps itself and loads no workflow-runner binaries"
@@ -312,7 +315,6 @@ class AgentConfig(BaseModel):
     syslog: bool = False
 
     # Upstream keys without effect here (INERT_KEYS; working_directory above is one too).
-    version: str = ""
     workflow_runners_directory: str = ""
     workflow_runners_embeddable: str = ""
     ecs: EcsConfig = EcsConfig()
@@ -376,14 +378,6 @@ class AgentConfig(BaseModel):
     @classmethod
     def _strs(cls, v: Any) -> str:
         return _parse_str(v)
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _version(cls, v: Any) -> str:
-        # Any scalar: the docs' example is `version: v0.0.5`, and YAML reads 1.2 as a number.
-        if isinstance(v, str | int | float) and not isinstance(v, bool):
-            return str(v)
-        raise _fail(f"expected a version string, got {_type_name(v)}")
 
     @field_validator("ecs", mode="before")
     @classmethod
@@ -545,7 +539,7 @@ def _leaves(key: str, value: Any) -> list[tuple[str, Any]]:
 
 def _validate(data: dict, origins: dict[str, str], default_source: str) -> AgentConfig:
     for key in data:
-        if key not in ALL_KEYS:
+        if key not in ALL_KEYS and key not in IGNORED_KEYS:
             raise ConfigError(
                 _origin(origins, str(key), default_source), str(key), _unknown_key_reason(key)
             )
@@ -689,7 +683,7 @@ def env_overlay(env: os._Environ | dict) -> tuple[dict, dict[str, str]]:
     """
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
-    keys = [k for k in ALL_KEYS if k != "ecs"] + [f"ecs.{k}" for k in ECS_KEYS]
+    keys = [k for k in ALL_KEYS if k != "ecs"] + [f"ecs.{k}" for k in ECS_KEYS]  # no version
     for key in keys:
         name = env_var(key.replace(".", "_"))  # ecs.cluster: PULUMI_AGENT_ECS_CLUSTER
         raw = env.get(name)
