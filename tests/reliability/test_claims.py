@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import signal
 
+from agent_harness import wait_for
 from rel_harness import SOAK, assert_no_crash, metric, parse_metrics, start_fleet, wait_terminal
 
 JOBS, AGENTS = (10_000, 50) if SOAK else (2_000, 20)
@@ -44,6 +45,15 @@ def test_every_job_claimed_exactly_once_and_none_lost(emu, agents, tmp_path):
     bad_logs = [j["id"] for j in jobs if [s["logs"] for s in j["steps"]] != [["ok"]]]
     assert bad_logs == [], f"{len(bad_logs)} jobs with lost or repeated output: {bad_logs[:5]}"
     by_agent = collections.Counter(j["agent"] for j in jobs)
+
+    # An agent counts a job in its metrics just after its last step report, which is what
+    # ended the job for the emulator: wait until every job is counted somewhere.
+    def counted():
+        return sum(
+            metric(parse_metrics(a.get("/metrics")[1]), "workflow_agent_jobs_total") for a in agents
+        )
+
+    wait_for(lambda: counted() >= JOBS, what=f"{JOBS} jobs in the agents' metrics")
 
     # Each agent's own count matches what the emulator says it claimed: no job run twice, none
     # run without a claim.

@@ -19,6 +19,17 @@ def gate_step(gate, name="wait", then="echo released"):
     return {"name": name, "run": f"while [ ! -e '{gate}' ]; do sleep 0.1; done; {then}"}
 
 
+def metrics_once(agent, *lines):
+    """/metrics once it shows every line: the emulator derives a job's end from its last step
+    report, which the agent sends before it counts the job in its own metrics."""
+
+    def shown():
+        _, text = agent.get("/metrics")
+        return text if all(line in text for line in lines) else None
+
+    return wait_for(shown, what=f"/metrics showing {lines}")
+
+
 def step_status(job, index):
     return next(s["status"] for s in job["steps"] if s["index"] == index)
 
@@ -62,9 +73,11 @@ def test_agent_completes_jobs_through_the_process_target(emu, make_agent):
     assert status == 200 and health["status"] == "healthy"
     assert set(health) == {"status", "currentTime", "lastActivity"}
     assert agent.get("/readyz") == (200, {"status": "ready"})
-    status, metrics = agent.get("/metrics")
-    assert 'workflow_agent_jobs_total{result="succeeded",type="deployment"} 1.0' in metrics
-    assert 'workflow_agent_jobs_total{result="failed",type="deployment"} 1.0' in metrics
+    metrics_once(
+        agent,
+        'workflow_agent_jobs_total{result="succeeded",type="deployment"} 1.0',
+        'workflow_agent_jobs_total{result="failed",type="deployment"} 1.0',
+    )
     [seen] = emu.agents()
     assert seen["id"].endswith("/agent")  # <hostname>/<WORKFLOW_AGENT_INSTANCE>
     assert seen["user_agent"].startswith("workflow-agent/")
@@ -235,5 +248,4 @@ def test_lease_poller_runs_insights_and_policy_jobs(emu, make_agent):
     assert done[scan]["status"] == "succeeded" and done[scan]["steps"][0]["logs"] == ["scanning"]
     assert done[policy]["status"] == "succeeded"
     assert emu.job(deployment)["status"] == "not-started"  # deployments are not enabled here
-    _, metrics = agent.get("/metrics")
-    assert 'workflow_agent_jobs_total{result="succeeded",type="insights_scan"} 1.0' in metrics
+    metrics_once(agent, 'workflow_agent_jobs_total{result="succeeded",type="insights_scan"} 1.0')

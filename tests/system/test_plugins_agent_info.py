@@ -48,6 +48,11 @@ def test_reports_health_slots_and_jobs_of_running_agents(emu, make_agent, tmp_pa
     job = emu.create_job(steps=[{"name": "ok", "run": "echo done"}])
     [done] = emu.wait_jobs([job], timeout=WAIT)
     assert done["status"] == "succeeded"
+    # The agent counts the job just after its last step report, which ended it for the emulator.
+    wait_for(
+        lambda: any("workflow_agent_jobs_total{" in x.get("/metrics")[1] for x in (a, b)),
+        what="the job in an agent's metrics",
+    )
     run = run_play(tmp_path / "2", [info_task(urls)], check=True)
     assert run.rc == 0, run.output
     instances = run["info"]["instances"]
