@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
 # Run `ansible-test sanity|units` on a copy of the collection at a real
 # .../ansible_collections/selfhosted/workflow_agent path (ansible-test refuses symlinks and needs git).
+# Usage: ansible-test.sh [--core 2.17|2.18] sanity|units [ansible-test options]
+# --core: with that older ansible-core (meta/runtime.yml claims it), in its own venv
+# (scripts/core-venv.sh); its copy and JUnit reports go to their own directories.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. .venv/bin/activate
 STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
-what=$1; shift
+WORK=$STATE/ansible-test; JUNIT=$STATE/junit
+if [ "${1:-}" = --core ]; then
+  venv=$(bash scripts/core-venv.sh "${2:?usage: ansible-test.sh [--core X.Y] sanity|units}")
+  WORK=$STATE/ansible-test-$2; JUNIT=$STATE/junit/core-$2; shift 2
+else
+  venv=.venv
+fi
+. "$venv/bin/activate"
+what=${1:?usage: ansible-test.sh [--core X.Y] sanity|units}; shift
 PYV=$(python -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 
 # ansible-test bootstraps pip with get-pip.py from a download host that is unreachable here;
@@ -19,21 +29,24 @@ PY
 mkdir -p ~/.ansible/test/cache
 cp tests/shims/get_pip.py ~/.ansible/test/cache/get_pip_${PIPV//./_}.py
 
-COLL=$STATE/ansible-test/ansible_collections/selfhosted/workflow_agent
-rm -rf "$COLL" "$STATE/ansible-test/dist"; mkdir -p "$COLL" "$STATE/ansible-test/dist"
+COLL=$WORK/ansible_collections/selfhosted/workflow_agent
+rm -rf "$COLL" "$WORK/dist"; mkdir -p "$COLL" "$WORK/dist"
 # Exactly what the Galaxy tarball ships (galaxy.yml build_ignore keeps dev tooling out), plus
 # tests/unit, which the tarball ships too. The dev tooling is linted by ruff instead.
-ansible-galaxy collection build --force --output-path "$STATE/ansible-test/dist" . >/dev/null
-tar -xzf "$STATE"/ansible-test/dist/selfhosted-workflow_agent-*.tar.gz -C "$COLL"
+ansible-galaxy collection build --force --output-path "$WORK/dist" . >/dev/null
+tar -xzf "$WORK"/dist/selfhosted-workflow_agent-*.tar.gz -C "$COLL"
 rm -f "$COLL/MANIFEST.json" "$COLL/FILES.json"
 cp galaxy.yml "$COLL/"
 printf 'tests/output/\n.ansible/\n' >"$COLL/.gitignore"  # else sanity lints its own venvs
 ( cd "$COLL" && git init -q && git add -A )
 cd "$COLL"
+# Each sanity test and each unit test case is a JUnit case: the stages require them
+# (scripts/verdict.py), so a run that tested nothing fails.
+rc=0
 case $what in
-  sanity) ansible-test sanity --venv --python "$PYV" --color no "$@" ;;
-  units)
-    ansible-test units --venv --python "$PYV" --color no "$@"
-    mkdir -p "$STATE/junit"; cp tests/output/junit/*.xml "$STATE/junit/" 2>/dev/null || true ;;
-  *) echo "usage: ansible-test.sh sanity|units" >&2; exit 2 ;;
+  sanity) ansible-test sanity --venv --python "$PYV" --color no --junit "$@" || rc=$? ;;
+  units) ansible-test units --venv --python "$PYV" --color no "$@" || rc=$? ;;
+  *) echo "usage: ansible-test.sh [--core X.Y] sanity|units" >&2; exit 2 ;;
 esac
+mkdir -p "$JUNIT"; cp tests/output/junit/*.xml "$JUNIT/" 2>/dev/null || true
+exit $rc
