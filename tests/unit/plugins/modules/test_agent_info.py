@@ -224,9 +224,7 @@ def test_retries_stop_at_the_limit(fake):
 # --- the module ---------------------------------------------------------------------------
 
 
-def run_module(monkeypatch, args):
-    from ansible.module_utils.testing import patch_module_args
-
+def run_module(monkeypatch, module_args, args):
     captured = {}
 
     def leave(self, **result):
@@ -239,22 +237,24 @@ def run_module(monkeypatch, args):
 
     monkeypatch.setattr(agent_info.AnsibleModule, "exit_json", leave)
     monkeypatch.setattr(agent_info.AnsibleModule, "fail_json", fail)
-    with patch_module_args(args), pytest.raises(SystemExit):
+    with module_args(args), pytest.raises(SystemExit):
         agent_info.main()
     return captured
 
 
-def test_module_result_totals_and_dedup(monkeypatch, fake, agent_metrics_text):
+def test_module_result_totals_and_dedup(monkeypatch, fake, agent_metrics_text, module_args):
     fake({URL + "/healthz": health(), URL + "/metrics": Response(200, agent_metrics_text.encode())})
-    result = run_module(monkeypatch, {"url": [URL + "/", URL]})
+    result = run_module(monkeypatch, module_args, {"url": [URL + "/", URL]})
     assert result["changed"] is False and result["healthy"] is True
     assert len(result["instances"]) == 1
     assert (result["slots"], result["busy_slots"]) == (3, 3)
 
 
-def test_module_gate_fails_naming_instances(monkeypatch, fake):
+def test_module_gate_fails_naming_instances(monkeypatch, fake, module_args):
     fake({URL + "/healthz": health("unhealthy", 503), URL + "/metrics": Response(200, b"")})
-    result = run_module(monkeypatch, {"url": [URL], "require_healthy": True, "metrics": False})
+    result = run_module(
+        monkeypatch, module_args, {"url": [URL], "require_healthy": True, "metrics": False}
+    )
     assert result["failed"] is True
     assert result["msg"] == (
         "1 of 1 agent instances not healthy after 1 attempt: " + URL + " (unhealthy)"
@@ -262,7 +262,7 @@ def test_module_gate_fails_naming_instances(monkeypatch, fake):
     assert result["unhealthy"] == [URL]
 
 
-def test_module_rejects_a_non_url(monkeypatch, fake):
+def test_module_rejects_a_non_url(monkeypatch, fake, module_args):
     fake({})
-    result = run_module(monkeypatch, {"url": ["127.0.0.1:8080"]})
+    result = run_module(monkeypatch, module_args, {"url": ["127.0.0.1:8080"]})
     assert result["msg"] == "url: '127.0.0.1:8080' is not an http(s) URL"

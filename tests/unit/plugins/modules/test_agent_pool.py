@@ -273,9 +273,7 @@ def test_wait_times_out_naming_who_is_online():
 # --- the module -----------------------------------------------------------------------------
 
 
-def run_module(monkeypatch, args, service):
-    from ansible.module_utils.testing import patch_module_args
-
+def run_module(monkeypatch, module_args, args, service):
     captured = {}
 
     def leave(self, **result):
@@ -289,27 +287,33 @@ def run_module(monkeypatch, args, service):
     monkeypatch.setattr(agent_pool, "request", service)
     monkeypatch.setattr(agent_pool.AnsibleModule, "exit_json", leave)
     monkeypatch.setattr(agent_pool.AnsibleModule, "fail_json", fail)
-    with patch_module_args(args), pytest.raises(SystemExit):
+    with module_args(args), pytest.raises(SystemExit):
         agent_pool.main()
     return captured
 
 
-def test_module_takes_the_access_token_from_the_environment(monkeypatch):
+def test_module_takes_the_access_token_from_the_environment(monkeypatch, module_args):
     service = FakeService()
     monkeypatch.setenv("PULUMI_ACCESS_TOKEN", ACCESS)
     monkeypatch.setenv("PULUMI_BACKEND_URL", "https://api.example")
-    result = run_module(monkeypatch, {"organization": "acme corp", "name": "builders"}, service)
+    result = run_module(
+        monkeypatch, module_args, {"organization": "acme corp", "name": "builders"}, service
+    )
     assert result["created"] is True
     assert service.requests[0][3]["Authorization"] == "token " + ACCESS
 
 
-def test_module_argument_errors(monkeypatch):
+def test_module_argument_errors(monkeypatch, module_args):
     service = FakeService()
     base = {"access_token": ACCESS, "organization": "o", "service_url": "https://api.example"}
-    result = run_module(monkeypatch, {**base, "name": " "}, service)
+    result = run_module(monkeypatch, module_args, {**base, "name": " "}, service)
     assert result["msg"] == "name must not be empty"
-    result = run_module(monkeypatch, {**base, "name": "n", "wait_for_online": -1}, service)
+    result = run_module(
+        monkeypatch, module_args, {**base, "name": "n", "wait_for_online": -1}, service
+    )
     assert "must not be negative" in result["msg"]
-    result = run_module(monkeypatch, {**base, "name": "n", "service_url": "api.example"}, service)
+    result = run_module(
+        monkeypatch, module_args, {**base, "name": "n", "service_url": "api.example"}, service
+    )
     assert result["msg"] == "service_url: 'api.example' is not an http(s) URL"
     assert service.requests == []

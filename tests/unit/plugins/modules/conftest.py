@@ -1,0 +1,27 @@
+"""The module tests run a module's main() with given arguments on every ansible-core that
+meta/runtime.yml claims: patch_module_args is new in 2.19; before it, modules read
+basic._ANSIBLE_ARGS."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+
+
+@pytest.fixture
+def module_args(monkeypatch):
+    """A context manager: `with module_args({...}): module.main()`."""
+    try:
+        from ansible.module_utils.testing import patch_module_args
+    except ImportError:  # ansible-core < 2.19
+        from ansible.module_utils import basic
+
+        @contextlib.contextmanager
+        def patch_module_args(args):
+            params = json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()
+            monkeypatch.setattr(basic, "_ANSIBLE_ARGS", params)
+            yield
+
+    return patch_module_args
