@@ -43,16 +43,25 @@ require = $(foreach s,$(2),--require $(1)::$(s))
 lint: venv
 	bash scripts/stage.sh lint -- bash scripts/lint.sh
 
+# Sanity and units run on every ansible-core that meta/runtime.yml claims: the venv's (2.19),
+# and each older one in its own venv (scripts/core-venv.sh; reports under junit/core-X.Y/).
+OLDER_CORES := 2.17 2.18
+on_cores = rc=0; bash scripts/ansible-test.sh $(1) || rc=1; \
+  for c in $(OLDER_CORES); do bash scripts/ansible-test.sh --core $$c $(1) || rc=1; done; exit $$rc
+in_cores = $(1) $(foreach c,$(OLDER_CORES),$(addprefix core-$(c)/,$(1)))
+
 # Sanity tests whose JUnit reports (ansible-test --junit) must show they ran.
 SANITY_TESTS := compile-python-3.11 import-python-3.11 validate-modules pylint pep8 yamllint
 sanity: venv
-	bash scripts/stage.sh sanity $(foreach t,$(SANITY_TESTS),--require ansible-test-sanity-$(t).xml) \
-	  -- bash scripts/ansible-test.sh sanity
+	bash scripts/stage.sh sanity \
+	  $(foreach r,$(call in_cores,$(SANITY_TESTS:%=ansible-test-sanity-%.xml)),--require $(r)) \
+	  -- '$(call on_cores,sanity)'
 
 UNIT_SUITES := $(addprefix tests/unit/plugins/,action filter module_utils modules)
 units: venv
-	bash scripts/stage.sh units $(call require,python3.11-*-units.xml,$(UNIT_SUITES)) \
-	  -- bash scripts/ansible-test.sh units
+	bash scripts/stage.sh units \
+	  $(foreach r,$(call in_cores,python3.11-*-units.xml),$(call require,$(r),$(UNIT_SUITES))) \
+	  -- '$(call on_cores,units)'
 
 # The k8s stage runs the Kubernetes cases: the contract's kubernetes harness, the kubernetes
 # target's tests and the `kubectl patch --local` cross-checks (they would only skip here).
