@@ -38,7 +38,7 @@ bootstrap: venv images
 # The suites a stage must run (scripts/stage.sh --require REPORT[::PATH], see scripts/verdict.py):
 # one that collects nothing or skips every case fails the stage, whatever the exit code.
 # lint, galaxy and bootstrap are checks that do not skip: their exit code is their verdict.
-require = $(foreach s,$(2),--require $(1)::$(s))
+require = $(foreach s,$(2),--require '$(1)::$(s)')
 
 lint: venv
 	bash scripts/stage.sh lint -- bash scripts/lint.sh
@@ -50,11 +50,12 @@ on_cores = rc=0; bash scripts/ansible-test.sh $(1) || rc=1; \
   for c in $(OLDER_CORES); do bash scripts/ansible-test.sh --core $$c $(1) || rc=1; done; exit $$rc
 in_cores = $(1) $(foreach c,$(OLDER_CORES),$(addprefix core-$(c)/,$(1)))
 
-# Sanity tests whose JUnit reports (ansible-test --junit) must show they ran.
-SANITY_TESTS := compile-python-3.11 import-python-3.11 validate-modules pylint pep8 yamllint
+# Sanity tests whose JUnit reports (ansible-test --junit) must show they ran; `*`: all of them
+# (so that every skip is listed).
+SANITY_TESTS := * compile-python-3.11 import-python-3.11 validate-modules pylint pep8 yamllint
 sanity: venv
 	bash scripts/stage.sh sanity \
-	  $(foreach r,$(call in_cores,$(SANITY_TESTS:%=ansible-test-sanity-%.xml)),--require $(r)) \
+	  $(foreach r,$(call in_cores,$(SANITY_TESTS:%=ansible-test-sanity-%.xml)),--require '$(r)') \
 	  -- '$(call on_cores,sanity)'
 
 UNIT_SUITES := $(addprefix tests/unit/plugins/,action filter module_utils modules)
