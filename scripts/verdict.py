@@ -33,6 +33,7 @@ USAGE = "usage: verdict.py clear|check JUNIT_DIR SUITE... | record REPORT NAME -
 @dataclass(frozen=True)
 class Case:
     test_id: str  # dotted, as JUnit's classname: agent.tests.test_cli.TestX
+    name: str
     outcome: str  # passed | failed | skipped
     reason: str = ""
 
@@ -55,12 +56,12 @@ def read_cases(report: pathlib.Path) -> list[Case]:
     try:
         root = ET.parse(report).getroot()  # noqa: S314 - our own test runners' reports
     except ET.ParseError as exc:
-        return [Case(str(report), "failed", f"unreadable JUnit report: {exc}")]
+        return [Case(str(report), report.name, "failed", f"unreadable JUnit report: {exc}")]
     cases = []
     for case in root.iter("testcase"):
         # A module skipped at collection has no classname; its name is the module.
-        test_id = case.get("classname") or case.get("name") or ""
-        cases.append(Case(test_id, *outcome(case)))
+        name = case.get("name") or ""
+        cases.append(Case(case.get("classname") or name, name, *outcome(case)))
     return cases
 
 
@@ -79,7 +80,7 @@ def in_suite(case: Case, dotted: str) -> bool:
 
 def check(junit_dir: pathlib.Path, specs: list[str]) -> int:
     rc = 0
-    skips: collections.Counter[tuple[str, str]] = collections.Counter()
+    skips: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
     seen: set[pathlib.Path] = set()
     for spec in specs:
         report, dotted = parse_suite(spec)
@@ -104,9 +105,10 @@ def check(junit_dir: pathlib.Path, specs: list[str]) -> int:
                 seen.add(f)
                 for c in read_cases(f):
                     if c.outcome == "skipped":
-                        skips[(c.test_id, c.reason)] += 1
-    for (where, reason), n in sorted(skips.items()):
-        print(f"  skipped {n} in {where}: {reason[:160]}")
+                        skips[(c.test_id, c.reason)].append(c.name)
+    for (where, reason), names in sorted(skips.items()):
+        which = f" ({', '.join(names)})" if len(names) <= 3 else ""
+        print(f"  skipped {len(names)} in {where}{which}: {reason[:160]}")
     return rc
 
 

@@ -94,7 +94,7 @@ def test_skips_that_remain_are_listed_with_their_reasons(tmp_path):
     rc, out, summary = stage(tmp_path, {"alpha/test_a.py": PASSING, "beta/test_b.py": partly})
     assert rc == 0, out
     assert summary.splitlines()[0].startswith("demo      PASS in "), summary
-    assert "  skipped 1 in beta.test_b: needs a GPU" in summary.splitlines(), summary
+    assert "  skipped 1 in beta.test_b (test_gpu): needs a GPU" in summary.splitlines(), summary
 
 
 def test_a_report_of_an_earlier_run_does_not_count(tmp_path):
