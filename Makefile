@@ -102,8 +102,10 @@ bench: bootstrap
 	$(ACTIVATE) python benchmarks/run.py
 
 # Long variants of the reliability suite (10,000 jobs over 50 agents; chaos).
+SOAK_SUITES := tests/reliability/test_claims.py tests/reliability/test_chaos.py
 soak: bootstrap
-	bash scripts/stage.sh soak -- '$(ACTIVATE) WFA_SOAK=1 pytest -q --junitxml=$(STATE)/junit/soak.xml tests/reliability/test_claims.py tests/reliability/test_chaos.py'
+	bash scripts/stage.sh soak $(call require,soak.xml,$(SOAK_SUITES)) \
+	  -- '$(ACTIVATE) WFA_SOAK=1 pytest -q --junitxml=$(STATE)/junit/soak.xml $(SOAK_SUITES)'
 
 k8s-up: engine
 	bash tests/k8s/up.sh
