@@ -68,7 +68,7 @@ units: venv
 # target's tests and the `kubectl patch --local` cross-checks (they would only skip here).
 PYTEST_SUITES := agent/tests agent/tests/targets/test_contract.py agent/tests/targets/test_docker.py \
   agent/tests/targets/test_process.py tests/emulator/tests tests/emulator/tests/test_emu_image.py \
-  tests/system tests/system/test_stage_verdicts.py tests/system/test_k8s_image.py \
+  tests/system tests/system/test_stage_verdicts.py tests/system/test_k8s_image.py tests/system/test_role_preflight.py \
   tests/system/test_agent_executor.py tests/conformance tests/reliability
 pytest: bootstrap
 	bash scripts/stage.sh pytest $(call require,pytest.xml,$(PYTEST_SUITES)) -- '$(ACTIVATE) pytest -q -n 3 --dist loadfile \
