@@ -107,7 +107,8 @@ def check(junit_dir: pathlib.Path, specs: list[str]) -> int:
                     if c.outcome == "skipped":
                         skips[(c.test_id, c.reason)].append(c.name)
     for (where, reason), names in sorted(skips.items()):
-        which = f" ({', '.join(names)})" if len(names) <= 3 else ""
+        distinct = sorted(set(names))
+        which = f" ({', '.join(distinct)})" if len(distinct) <= 3 else ""
         print(f"  skipped {len(names)} in {where}{which}: {reason[:160]}")
     return rc
 
