@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 ACTIVATE := . $(VENV)/bin/activate &&
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule k8s demo demo-down bench soak k8s-up k8s-down clean
+.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule k8s demo demo-down bench bench-smoke soak k8s-up k8s-down clean
 
 help:
 	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
@@ -100,6 +100,11 @@ demo-down:
 
 bench: bootstrap
 	$(ACTIVATE) python benchmarks/run.py
+
+# Each benchmark once at its smallest size, no verdicts, no results file: in `make test`, so that
+# a broken benchmark shows in CI.
+bench-smoke: bootstrap
+	bash scripts/stage.sh bench-smoke -- '$(ACTIVATE) python benchmarks/run.py --smoke'
 
 # Long variants of the reliability suite (10,000 jobs over 50 agents; chaos).
 SOAK_SUITES := tests/reliability/test_claims.py tests/reliability/test_chaos.py

@@ -1,5 +1,6 @@
-"""Shared pieces of the benchmarks: the machine, /proc readings, percentiles, and the real
-emulator and agent processes (the same harness the tests use: tests/system/agent_harness.py).
+"""Shared pieces of the benchmarks: the machine, /proc readings, percentiles, the statistics of
+repeated runs, and the real emulator and agent processes (the same harness the tests use:
+tests/system/agent_harness.py).
 
 Benchmarks print figures; they never pass or fail on a time.
 """
@@ -28,8 +29,10 @@ __all__ = [
     "Emulator",
     "cpu_seconds",
     "emulator",
+    "judge",
     "machine",
     "median",
+    "spread",
     "percentile",
     "pss_mb",
     "rss_mb",
@@ -53,6 +56,39 @@ def median(values: list[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def spread(runs: list) -> dict:
+    """Repeated runs of one section, summarised leaf by leaf: every number becomes
+    {median, min, max, n} over the runs; other leaves keep the first run's value."""
+    first = runs[0]
+    if isinstance(first, dict):
+        return {k: spread([r[k] for r in runs if isinstance(r, dict) and k in r]) for k in first}
+    if isinstance(first, (int, float)) and not isinstance(first, bool):
+        values = [float(r) for r in runs if isinstance(r, (int, float))]
+        return {
+            "median": round(median(values), 3),
+            "min": round(min(values), 3),
+            "max": round(max(values), 3),
+            "n": len(values),
+        }
+    if isinstance(first, bool):
+        return all(runs)
+    return first
+
+
+def judge(figure: dict | None, goal: float) -> str:
+    """A goal of the form "at most `goal`", judged across the spread, not on one run:
+    met when every run met it, missed when none did, within noise when the spread straddles it."""
+    if not figure:
+        return "n/a"
+    if figure["n"] < 2:
+        return "one run: no verdict"
+    if figure["max"] <= goal:
+        return "met"
+    if figure["min"] > goal:
+        return f"missed by {(figure['median'] / goal - 1) * 100:.0f}%"
+    return "within noise"
 
 
 def _status_kb(pid: int, field: str) -> int:

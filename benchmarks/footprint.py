@@ -2,8 +2,9 @@
 requests against the poll schedule (each poller waits polling_interval plus up to 10% jitter;
 with the default workflow types a slot has two pollers: deployments and leases).
 
-Baselines, in the same run: an idle bare Python interpreter, and one that has imported the
-agent's libraries (httpx, pydantic, PyYAML, prometheus-client) and nothing else.
+Baselines, over the same window as the agent (they run beside it): an idle bare Python
+interpreter, and one that has imported the agent's libraries (httpx, pydantic, PyYAML,
+prometheus-client) and nothing else.
 """
 
 from __future__ import annotations
@@ -40,24 +41,32 @@ def _emulator_requests(emu) -> dict[str, float]:
     return counts
 
 
-def _idle_python(code: str, window: float) -> dict:
-    proc = subprocess.Popen([sys.executable, "-c", code + "\nimport time; time.sleep(3600)"])
-    try:
-        settle(3)
-        cpu0 = cpu_seconds(proc.pid)
-        time.sleep(min(window, 10))
-        cpu1 = cpu_seconds(proc.pid)
-        return {
-            "rss_mb": round(rss_mb(proc.pid), 1),
-            "pss_mb": round(pss_mb(proc.pid), 1),
-            "cpu_percent": round((cpu1 - cpu0) / min(window, 10) * 100, 2),
-        }
-    finally:
-        proc.kill()
-        proc.wait()
+def _idle_python(code: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code + "\nimport time; time.sleep(3600)"])
+
+
+def _idle(proc: subprocess.Popen, cpu0: float, elapsed: float) -> dict:
+    return {
+        "rss_mb": round(rss_mb(proc.pid), 1),
+        "pss_mb": round(pss_mb(proc.pid), 1),
+        "cpu_percent": round((cpu_seconds(proc.pid) - cpu0) / elapsed * 100, 2),
+    }
 
 
 def run(window: float) -> dict:
+    baselines = {
+        "baseline_python": _idle_python("pass"),
+        "baseline_python_libs": _idle_python("import httpx, pydantic, yaml, prometheus_client"),
+    }
+    try:
+        return _run(window, baselines)
+    finally:
+        for proc in baselines.values():
+            proc.kill()
+            proc.wait()
+
+
+def _run(window: float, baselines: dict[str, subprocess.Popen]) -> dict:
     with emulator("footprint") as emu:
         [agent] = spawn_agents(
             emu,
@@ -70,12 +79,14 @@ def run(window: float) -> dict:
             settle(POLL + 1)  # start-up done, first polls made
             pid = agent.proc.pid
             before = _emulator_requests(emu)
+            base0 = {k: cpu_seconds(p.pid) for k, p in baselines.items()}
             cpu0, t0 = cpu_seconds(pid), time.monotonic()
             rss = []
             while time.monotonic() - t0 < window:
                 rss.append(rss_mb(pid))
                 time.sleep(1)
             cpu1, t1 = cpu_seconds(pid), time.monotonic()
+            base = {k: _idle(p, base0[k], t1 - t0) for k, p in baselines.items()}
             after = _emulator_requests(emu)
             pss = pss_mb(pid)
         finally:
@@ -103,13 +114,9 @@ def run(window: float) -> dict:
         "expected_polls": list(expected),
         "polls_match_schedule": expected[0] <= polls <= expected[1],
         "other_requests": sum(requests.values()) - polls,
-        "baseline_python": _idle_python("pass", window),
-        "baseline_python_libs": _idle_python(
-            "import httpx, pydantic, yaml, prometheus_client", window
-        ),
+        **base,
     }
-    if out["rss_mb_median"] > 40:
-        out["import_profile_rss_mb"] = import_profile()
+    out["rss_ratio"] = round(out["rss_mb_median"] / base["baseline_python_libs"]["rss_mb"], 2)
     return out
 
 

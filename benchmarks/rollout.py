@@ -1,7 +1,10 @@
-"""Rollout: `selfhosted.workflow_agent.rollout` to 10 systemd container hosts, first converge and
-a no-op re-run, each beside a baseline play on the same hosts with the same forks, connection
-and batches (serial) that runs one `stat` and one `systemd` task: what any play over these hosts
-costs. The collection is used from this working tree (a symlinked collections path).
+"""Rollout: `selfhosted.workflow_agent.rollout` to N systemd container hosts (10, 25 and 50 by
+default: how the cost grows with the fleet), first converge and no-op re-runs, each beside a
+baseline play on the same hosts with the same forks, connection and batches (serial) that runs
+one `stat` and one `systemd` task: what any play over these hosts costs. The no-op and its
+baseline alternate (B A B A ...) `repeats` times; the first converge happens once per size,
+after one baseline. The collection is used from this working tree (a symlinked collections
+path).
 
 The hosts, the network and the emulator container are named wfa-rel-bench-* and removed after.
 """
@@ -17,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchlib import DOCKER, REPO, STATE
+from benchlib import DOCKER, REPO, STATE, spread
 
-HOSTS = 10
+SIZES = (10, 25, 50)
 FORKS = 10
 PREFIX = "wfa-rel-bench"
 NET = f"{PREFIX}-net"
@@ -46,16 +49,18 @@ def _docker(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run([DOCKER, *args], capture_output=True, text=True, check=check, timeout=600)
 
 
-def _hosts() -> list[str]:
-    return [f"{PREFIX}-h{i:02d}" for i in range(1, HOSTS + 1)]
+def _hosts(count: int) -> list[str]:
+    return [f"{PREFIX}-h{i:02d}" for i in range(1, count + 1)]
 
 
 def _teardown() -> None:
-    _docker("rm", "-f", *_hosts(), EMU, check=False)
+    names = _docker("ps", "-aq", "--filter", f"name=^{PREFIX}-", check=False).stdout.split()
+    if names:
+        _docker("rm", "-f", *names, check=False)
     _docker("network", "rm", NET, check=False)
 
 
-def _setup(work: Path) -> None:
+def _setup(work: Path, count: int) -> None:
     _teardown()
     _docker("network", "create", NET)
     token = "pul-" + secrets.token_hex(20)
@@ -68,22 +73,22 @@ def _setup(work: Path) -> None:
         "run", "-d", "--name", EMU, "--network", NET, "--env-file", str(env),
         "local/workflow-emulator:latest",
     )  # fmt: skip
-    for host in _hosts():
+    for host in _hosts(count):
         _docker(
             "run", "-d", "--name", host, "--hostname", host, "--network", NET,
             "--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined", "--cgroupns=host",
             "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
             "--tmpfs", "/tmp", "local/debian12-systemd:latest", "/sbin/init",
         )  # fmt: skip
-    for host in _hosts():
+    for host in _hosts(count):
         _docker("exec", host, "systemctl", "is-system-running", "--wait", check=False)
     lines = ["workflow_agents:", "  hosts:"]
-    lines += [f"    {h}:" for h in _hosts()]
+    lines += [f"    {h}:" for h in _hosts(count)]
     lines += [
         "  vars:",
         "    ansible_connection: community.docker.docker",
         "    ansible_python_interpreter: /usr/bin/python3",
-        f"    workflow_agent_pool_target: {HOSTS}",
+        f"    workflow_agent_pool_target: {count}",
         f"    workflow_agent_service_url: http://{EMU}:8080",
         "    workflow_agent_token: \"{{ lookup('ansible.builtin.file', '"
         + f"{work}/pool-token') }}}}\"",
@@ -157,24 +162,48 @@ def _task_seconds(output: str) -> dict[str, tuple[int, float]]:
     return {k: (v[0], v[1]) for k, v in ordered}
 
 
-def run() -> dict:
+def size(work: Path, count: int, repeats: int) -> dict:
+    _setup(work, count)
+    baseline_before = _play(work, "baseline.yml", "baseline-0.log")
+    first = _play(work, "selfhosted.workflow_agent.rollout", "rollout-0.log")
+    runs = []
+    for i in range(1, repeats + 1):
+        base = _play(work, "baseline.yml", f"baseline-{i}.log")
+        no_op = _play(work, "selfhosted.workflow_agent.rollout", f"rollout-{i}.log")
+        if no_op["changed"]:
+            changed = no_op["changed"]
+            raise RuntimeError(f"no-op rollout {i} changed {changed} tasks (rollout-{i}.log)")
+        runs.append(
+            {
+                "baseline_s": base["seconds"],
+                "no_op_s": no_op["seconds"],
+                "no_op_ratio": round(no_op["seconds"] / base["seconds"], 2),
+                "no_op_s_per_host": round(no_op["seconds"] / count, 3),
+            }
+        )
+    return {
+        "hosts": count,
+        "baseline_before": baseline_before,
+        "first_converge": first,
+        "first_converge_ratio": round(first["seconds"] / baseline_before["seconds"], 2),
+        "first_converge_s_per_host": round(first["seconds"] / count, 2),
+        "slowest_no_op_tasks_s": no_op["slowest_tasks_s"],
+        "runs": runs,
+        "no_op": spread(runs),
+    }
+
+
+def run(sizes: tuple[int, ...] = SIZES, repeats: int = 5) -> dict:
     if not (REPO / "playbooks" / "rollout.yml").exists():
         return {"na": "n/a: playbooks/rollout.yml does not exist yet"}
     work = STATE / "rollout"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    work.chmod(0o700)
+    out: dict = {"forks": FORKS, "serial": SERIAL, "repeats": repeats, "sizes": {}}
     try:
-        _setup(work)
-        out: dict = {"hosts": HOSTS, "forks": FORKS, "serial": SERIAL}
-        out["baseline_before"] = _play(work, "baseline.yml", "baseline-1.log")
-        out["first_converge"] = _play(work, "selfhosted.workflow_agent.rollout", "rollout-1.log")
-        out["baseline"] = _play(work, "baseline.yml", "baseline-2.log")
-        out["baseline_unbatched"] = _play(work, "baseline.yml", "baseline-3.log", serial="100%")
-        out["no_op"] = _play(work, "selfhosted.workflow_agent.rollout", "rollout-2.log")
-        first, base = out["baseline_before"]["seconds"], out["baseline"]["seconds"]
-        out["first_converge_ratio"] = round(out["first_converge"]["seconds"] / first, 2)
-        out["no_op_ratio"] = round(out["no_op"]["seconds"] / base, 2)
+        for count in sizes:
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            work.chmod(0o700)
+            out["sizes"][str(count)] = size(work, count, repeats)
         return out
     finally:
         _teardown()

@@ -2,10 +2,18 @@
 the same run, print one table and write benchmarks/results/latest.json (machine included).
 
     python benchmarks/run.py [--only overhead,footprint,slots,fleet,image,rollout]
-                             [--jobs 50] [--idle 60] [--window 60]
+                             [--repeats 5] [--jobs 20] [--idle 60] [--window 60]
+                             [--hosts 10,25,50] [--smoke]
 
-Never a pass or a fail on time: the "goal" column is the compass the figures are judged
-against, and a section that cannot run says "n/a" and why. Exit 0 unless the run itself broke.
+Every figure is measured `--repeats` times, each time right after (or beside) its baseline, so
+figure and baseline interleave (B A B A ...) and drift on the machine hits both. The table shows
+the median and the spread (min–max) over the runs, and a ratio's spread is that of the per-run
+ratios. A goal is "met" only when it holds across the whole spread, "within noise" when the
+spread straddles it. Never a pass or a fail on time: a section that cannot run says "n/a" and
+why. Exit 0 unless the run itself broke.
+
+`--smoke` (what `make test` runs): every section once, at its smallest size, with no verdicts and
+no results file: it proves the benchmarks still run, and measures nothing worth keeping.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import image
 import overhead
 import rollout
 import slots
+from benchlib import judge, spread
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SECTIONS = ("overhead", "footprint", "slots", "fleet", "image", "rollout")
@@ -42,12 +51,14 @@ def docker_ok() -> bool:
         return False
 
 
-def verdict(value: float | None, goal: float) -> str:
-    if value is None:
+def fmt(figure: dict | None, unit: str = "", digits: int = 1) -> str:
+    """median (min–max) of a spread() leaf; just the value when there was one run."""
+    if not figure:
         return "n/a"
-    if value <= goal:
-        return "met"
-    return f"missed by {(value / goal - 1) * 100:.0f}%"
+    med, low, high = (f"{figure[k]:.{digits}f}" for k in ("median", "min", "max"))
+    if figure["n"] < 2 or low == high:
+        return f"{med}{unit}"
+    return f"{med}{unit} ({low}–{high})"
 
 
 def rows(results: dict) -> list[list[str]]:
@@ -63,75 +74,73 @@ def rows(results: dict) -> list[list[str]]:
             return True
         return False
 
-    if not na("overhead", "Overhead claim→step (process)"):
-        o = results["overhead"]
-        p, b = o["process"], o["bare_client"]
+    if not na("overhead", "Overhead claim→step"):
+        o = results["overhead"]["summary"]
         out.append(
             [
-                "Overhead claim→step, process",
-                f"{p['median_ms']} ms (p95 {p['p95_ms']})",
-                f"bare client {b['median_ms']} ms (p95 {b['p95_ms']})",
-                f"{p['median_ms'] / b['median_ms']:.2f}×",
+                "Overhead claim→step, process (median of each run)",
+                fmt(o["process"]["median_ms"], " ms"),
+                f"bare client {fmt(o['bare_client']['median_ms'], ' ms')}",
+                fmt(o["process_ratio"], "×", 2),
                 "≤ 50 ms median",
-                verdict(p["median_ms"], 50),
+                judge(o["process"]["median_ms"], 50),
             ]
         )
         if "docker" in o:
-            d, bd = o["docker"], o["bare_docker_run"]
             out.append(
                 [
-                    "Overhead claim→step, docker",
-                    f"{d['median_ms']} ms (p95 {d['p95_ms']})",
-                    f"docker run {bd['median_ms']} ms (p95 {bd['p95_ms']})",
-                    f"{o['docker_ratio']:.2f}×",
+                    "Overhead claim→step, docker (median of each run)",
+                    fmt(o["docker"]["median_ms"], " ms"),
+                    f"docker run {fmt(o['bare_docker_run']['median_ms'], ' ms')}",
+                    fmt(o["docker_ratio"], "×", 2),
                     "≤ 1.15× docker run",
-                    verdict(o["docker_ratio"], 1.15),
+                    judge(o["docker_ratio"], 1.15),
                 ]
             )
         else:
             out.append(["Overhead claim→step, docker", "n/a: no Docker engine", "", "", "", "n/a"])
     if not na("footprint", "Idle agent"):
-        f = results["footprint"]
+        f = results["footprint"]["summary"]
         lib = f["baseline_python_libs"]
         out.append(
             [
-                f"Idle RSS, 1 agent, {f['window_s']:.0f} s",
-                f"{f['rss_mb_median']} MB (PSS {f['pss_mb']})",
-                f"python+libs {lib['rss_mb']} MB",
-                f"{f['rss_mb_median'] / lib['rss_mb']:.2f}×",
+                f"Idle RSS, 1 agent, {f['window_s']['median']:.0f} s",
+                fmt(f["rss_mb_median"], " MB"),
+                f"python+libs {fmt(lib['rss_mb'], ' MB')}",
+                fmt(f["rss_ratio"], "×", 2),
                 "≤ 40 MB",
-                verdict(f["rss_mb_median"], 40),
+                judge(f["rss_mb_median"], 40),
             ]
         )
         out.append(
             [
-                "Idle CPU, 1 agent",
-                f"{f['cpu_percent']}% of a core",
-                f"python+libs {lib['cpu_percent']}%",
+                "Idle CPU, 1 agent (same window as baseline)",
+                fmt(f["cpu_percent"], "% of a core", 2),
+                f"python+libs {fmt(lib['cpu_percent'], '%', 2)}",
                 "",
                 "",
                 "",
             ]
         )
-        low, high = f["expected_polls"]
         out.append(
             [
-                f"Idle HTTP requests (poll {f['polling_interval_s']:g}s)",
-                f"{f['polls']} polls + {f['other_requests']} other",
-                f"schedule {low}..{high}",
+                f"Idle HTTP requests (poll {f['polling_interval_s']['median']:g}s)",
+                f"{fmt(f['polls'], '', 0)} polls + {fmt(f['other_requests'], '', 0)} other",
+                "the poll schedule (every run)",
                 "",
                 "= poll schedule",
-                "met" if f["polls_match_schedule"] and not f["other_requests"] else "missed",
+                "met" if f["polls_match_schedule"] and not f["other_requests"]["max"] else "missed",
             ]
         )
     if not na("slots", "Slots"):
-        s = results["slots"]
-        one = s["one_process"]
+        s = results["slots"]["summary"]
+        one, many = s["one_process"], int(s["many_slots"]["median"])
+        procs = int(s["processes"]["median"])
         out.append(
             [
-                "RSS of 1 / 10 / 150 slots, 1 process",
-                f"{one['1']['rss_mb']} / {one['10']['rss_mb']} / {one['150']['rss_mb']} MB",
-                f"1 / 10 processes {one['1']['rss_mb']} / {s['ten_processes']['rss_mb']} MB",
+                f"RSS of 1 / 10 / {many} slots, 1 process",
+                " / ".join(fmt(one[k]["rss_mb"], "", 1) for k in ("1", "10", "many")) + " MB",
+                f"{procs} processes {fmt(s['n_processes']['rss_mb'], ' MB')}",
                 "",
                 "",
                 "",
@@ -140,41 +149,36 @@ def rows(results: dict) -> list[list[str]]:
         out.append(
             [
                 "Marginal MB per extra slot",
-                f"{s['marginal_mb_per_slot_rss']} MB",
-                f"per extra process {s['marginal_mb_per_process_rss']} MB",
-                f"{s['marginal_mb_per_slot_rss'] / s['marginal_mb_per_process_rss']:.3f}×",
+                fmt(s["marginal_mb_per_slot_rss"], " MB", 3),
+                f"per extra process {fmt(s['marginal_mb_per_process_rss'], ' MB')}",
+                "",
                 "≤ 2 MB",
-                verdict(s["marginal_mb_per_slot_rss"], 2),
+                judge(s["marginal_mb_per_slot_rss"], 2),
             ]
         )
     if not na("fleet", "Fleet"):
-        fl, base = results["fleet"]["fleet"], results["fleet"]["baseline"]
+        f = results["fleet"]["summary"]
+        fl, base = f["fleet"], f["baseline"]
+        pollers = int(fl["pollers"]["median"])
         out.append(
             [
-                f"Fleet {fl['slots']} slots: poll p50/p99",
-                f"{fl['poll_p50_ms']} / {fl['poll_p99_ms']} ms",
-                f"1 slot {base['poll_p50_ms']} / {base['poll_p99_ms']} ms",
-                _ratio(fl["poll_p99_ms"], base["poll_p99_ms"]),
+                f"Fleet {pollers} slots: probe poll p50 / p99",
+                f"{fmt(fl['probe_poll_p50_ms'])} / {fmt(fl['probe_poll_p99_ms'], ' ms')}",
+                f"{pollers} bare pollers {fmt(base['probe_poll_p50_ms'])} / "
+                f"{fmt(base['probe_poll_p99_ms'], ' ms')}",
+                "",
                 "",
                 "",
             ]
         )
         out.append(
             [
-                "Fleet: probe poll p50/p99",
-                f"{fl['probe_poll_p50_ms']} / {fl['probe_poll_p99_ms']} ms",
-                f"1 slot {base['probe_poll_p50_ms']} / {base['probe_poll_p99_ms']} ms",
-                _ratio(fl["probe_poll_p99_ms"], base["probe_poll_p99_ms"]),
-                "",
-                "",
-            ]
-        )
-        out.append(
-            [
-                "Fleet: claim latency p50/p99",
-                f"{fl['claim_latency_p50_ms']} / {fl['claim_latency_p99_ms']} ms",
-                f"1 slot {base['claim_latency_p50_ms']} / {base['claim_latency_p99_ms']} ms",
-                _ratio(fl["claim_latency_p50_ms"], base["claim_latency_p50_ms"]),
+                "Fleet: claim latency p50 / p99",
+                f"{fmt(fl['claim_latency_p50_ms'], '', 0)} / "
+                f"{fmt(fl['claim_latency_p99_ms'], ' ms', 0)}",
+                f"bare, no jitter {fmt(base['claim_latency_p50_ms'], '', 0)} / "
+                f"{fmt(base['claim_latency_p99_ms'], ' ms', 0)}",
+                fmt(f.get("claim_p50_ratio"), "×", 2),
                 "",
                 "",
             ]
@@ -182,21 +186,21 @@ def rows(results: dict) -> list[list[str]]:
         out.append(
             [
                 "Fleet: emulator CPU",
-                f"{fl['emulator_cpu_percent']}% of a core",
-                f"1 slot {base['emulator_cpu_percent']}%",
-                _ratio(fl["emulator_cpu_percent"], base["emulator_cpu_percent"]),
+                fmt(fl["emulator_cpu_percent"], "% of a core"),
+                f"bare pollers {fmt(base['emulator_cpu_percent'], '%')}",
+                "",
                 "",
                 "",
             ]
         )
     if not na("image", "Agent image"):
-        im = results["image"]
+        im = results["image"]["summary"]
         out.append(
             [
                 "Image size",
-                f"{im['size_mb']} MB",
-                f"base image {im['base_size_mb']} MB",
-                f"+{im['size_mb'] - im['base_size_mb']:.0f} MB",
+                fmt(im["size_mb"], " MB"),
+                f"base image {fmt(im['base_size_mb'], ' MB')}",
+                "",
                 "",
                 "",
             ]
@@ -204,35 +208,38 @@ def rows(results: dict) -> list[list[str]]:
         out.append(
             [
                 "Image: docker run → /healthz 200",
-                f"{im['time_to_healthy_ms_median']} ms",
-                f"bare http.server {im['bare_http_server_ms_median']} ms",
-                f"{im['ratio']:.2f}×",
+                fmt(im["time_to_healthy_ms_median"], " ms", 0),
+                f"bare http.server {fmt(im['bare_http_server_ms_median'], ' ms', 0)}",
+                fmt(im["ratio"], "×", 2),
                 "",
                 "",
             ]
         )
     if not na("rollout", "Rollout"):
         r = results["rollout"]
-        out.append(
-            [
-                f"Rollout, {r['hosts']} hosts: first converge",
-                f"{r['first_converge']['seconds']} s",
-                f"baseline play {r['baseline_before']['seconds']} s",
-                f"{r['first_converge_ratio']:.2f}×",
-                "",
-                "",
-            ]
-        )
-        out.append(
-            [
-                "Rollout: no-op re-run",
-                f"{r['no_op']['seconds']} s (changed={r['no_op']['changed']})",
-                f"baseline play {r['baseline']['seconds']} s",
-                f"{r['no_op_ratio']:.2f}×",
-                "≤ 1.5× baseline",
-                verdict(r["no_op_ratio"], 1.5),
-            ]
-        )
+        for count, sz in r["sizes"].items():
+            out.append(
+                [
+                    f"Rollout, {count} hosts: first converge (once)",
+                    f"{sz['first_converge']['seconds']} s "
+                    f"({sz['first_converge_s_per_host']} s/host)",
+                    f"baseline play {sz['baseline_before']['seconds']} s",
+                    f"{sz['first_converge_ratio']:.2f}×",
+                    "",
+                    "",
+                ]
+            )
+            n = sz["no_op"]
+            out.append(
+                [
+                    f"Rollout, {count} hosts: no-op re-run",
+                    f"{fmt(n['no_op_s'], ' s')}; {fmt(n['no_op_s_per_host'], ' s/host', 2)}",
+                    f"baseline play {fmt(n['baseline_s'], ' s')}",
+                    fmt(n["no_op_ratio"], "×", 2),
+                    "≤ 1.5× baseline",
+                    judge(n["no_op_ratio"], 1.5),
+                ]
+            )
     return out
 
 
@@ -259,9 +266,11 @@ def notes(results: dict) -> list[str]:
                 f"{key.replace('_', ' ')} (cProfile, ms per job): "
                 + ", ".join(f"{k} {v}" for k, v in top)
             )
+    summary = o.get("summary", {})
     for target in ("process", "docker"):
-        if target in o:
-            out.append(f"{target} overhead by phase (median ms): {o[target]['phases_median_ms']}")
+        if target in summary:
+            phases = {k: v["median"] for k, v in summary[target]["phases_median_ms"].items()}
+            out.append(f"{target} overhead by phase (median ms over the runs): {phases}")
     f = results.get("footprint", {})
     if "import_profile_rss_mb" in f:
         out.append(
@@ -274,32 +283,58 @@ def notes(results: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=",".join(SECTIONS))
-    parser.add_argument("--jobs", type=int, default=50, help="jobs per overhead figure")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each figure (>= 1)")
+    parser.add_argument("--jobs", type=int, default=20, help="jobs per overhead run")
     parser.add_argument("--idle", type=float, default=60, help="seconds of idle footprint")
     parser.add_argument("--window", type=float, default=60, help="seconds of fleet load")
+    parser.add_argument("--hosts", default="10,25,50", help="rollout fleet sizes")
+    parser.add_argument("--smoke", action="store_true", help="each section once, smallest size")
     args = parser.parse_args(argv)
     chosen = [s for s in args.only.split(",") if s]
     unknown = sorted(set(chosen) - set(SECTIONS))
     if unknown:
         parser.error(f"unknown section(s): {', '.join(unknown)}")
+    try:
+        sizes = tuple(int(h) for h in args.hosts.split(",") if h)
+    except ValueError:
+        parser.error(f"--hosts: comma-separated host counts, not {args.hosts!r}")
+    if args.repeats < 1 or not sizes or min(sizes) < 1:
+        parser.error("--repeats and every --hosts size must be at least 1")
+    if args.smoke:
+        args.repeats, args.jobs, args.idle, args.window, sizes = 1, 3, 6, 6, (2,)
     benchlib.STATE.mkdir(parents=True, exist_ok=True)
     has_docker = docker_ok()
     described = benchlib.machine()  # before the run: the load average then says how busy it was
     started = time.time()
     results: dict = {}
+    no_docker = {"na": "n/a: no Docker engine"}
     runners = {
         "overhead": lambda: overhead.run(args.jobs, has_docker),
         "footprint": lambda: footprint.run(args.idle),
-        "slots": slots.run,
-        "fleet": lambda: fleet.run(args.window),
-        "image": image.run if has_docker else lambda: {"na": "n/a: no Docker engine"},
-        "rollout": rollout.run if has_docker else lambda: {"na": "n/a: no Docker engine"},
+        "slots": (lambda: slots.run(5, 2)) if args.smoke else slots.run,
+        "fleet": lambda: fleet.run(args.window, *((2, 2) if args.smoke else ())),
+        "image": image.run if has_docker else lambda: no_docker,
     }
     for name in chosen:
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
         t0 = time.monotonic()
         try:
-            results[name] = runners[name]()
+            if name == "rollout":  # its own repeats: one set-up per fleet size
+                results[name] = rollout.run(sizes, args.repeats) if has_docker else no_docker
+            else:
+                runs = []
+                for i in range(args.repeats):
+                    runs.append(runners[name]())
+                    if "na" in runs[-1]:
+                        break
+                    print(f"bench: {name} run {i + 1}/{args.repeats}", file=sys.stderr, flush=True)
+                done = {"runs": runs, "summary": spread(runs)}
+                results[name] = runs[0] if "na" in runs[0] else done
+            if name == "overhead" and not args.smoke:
+                results[name].update(overhead.profiles(results[name]["summary"]))
+            idle = results[name].get("summary", {}).get("rss_mb_median", {}).get("median", 0)
+            if name == "footprint" and not args.smoke and idle > 40:
+                results[name]["import_profile_rss_mb"] = footprint.import_profile()
         except Exception as exc:  # a broken section is reported, the others still run
             traceback.print_exc()
             results[name] = {"error": f"n/a: {type(exc).__name__}: {exc}"}
@@ -307,12 +342,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: {name} done in {time.monotonic() - t0:.0f}s", file=sys.stderr, flush=True)
 
     body = rows(results)
-    header = ["Figure", "Value", "Baseline (same run)", "Ratio", "Goal", "Verdict"]
+    header = ["Figure", "Value: median (min–max)", "Baseline (same runs)", "Ratio", "Goal"]
+    header.append("Verdict")
     report = {
         "machine": {**described, "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
         "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
         "duration_s": round(time.time() - started, 1),
-        "args": vars(args),
+        "args": {**vars(args), "hosts": list(sizes)},
         "results": results,
         "table": [dict(zip(header, r, strict=True)) for r in body],
         "notes": notes(results),
@@ -320,12 +356,16 @@ def main(argv: list[str] | None = None) -> int:
     m = report["machine"]
     print(
         f"\nMachine: {m['cpu']}, {m['cores']} cores, {m['memory']}, kernel {m['kernel']}, "
-        f"{m['os']}, Python {m['python']}, Docker {m['docker']}, "
+        f"{m['os']}, Python {m['python']}, Docker {m['docker']}, commit {m['commit']}, "
         f"load {m['load_average_at_start']} → {m['load_average_at_end']}"
     )
     print(table(header, body))
     for note in report["notes"]:
         print(f"- {note}")
+    broken = [n for n, r in results.items() if "error" in r]
+    if args.smoke:
+        print(f"\nbench-smoke: {len(results) - len(broken)} of {len(results)} sections ran")
+        return 1 if broken else 0
     RESULTS.mkdir(exist_ok=True)
     tmp = RESULTS / "latest.json.tmp"
     tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")

@@ -39,18 +39,21 @@ def _polls(agent) -> float:
     return total
 
 
-def run() -> dict:
+def run(many_slots: int = 150, processes: int = 10) -> dict:
     with emulator("slots") as emu:
         one = _measure(emu, "slots-1", 1, 1)
         ten = _measure(emu, "slots-10", 1, 10)
-        many = _measure(emu, "slots-150", 1, 150)
-        procs = _measure(emu, "procs-10", 10, 1)
+        many = _measure(emu, f"slots-{many_slots}", 1, many_slots)
+        procs = _measure(emu, f"procs-{processes}", processes, 1)
+    extra_slots, extra_procs = many_slots - 1, processes - 1
     return {
-        "one_process": {"1": one, "10": ten, "150": many},
-        "ten_processes": procs,
-        "marginal_mb_per_slot_rss": round((many["rss_mb"] - one["rss_mb"]) / 149, 3),
-        "marginal_mb_per_slot_pss": round((many["pss_mb"] - one["pss_mb"]) / 149, 3),
+        "many_slots": many_slots,
+        "processes": processes,
+        "one_process": {"1": one, "10": ten, "many": many},
+        "n_processes": procs,
+        "marginal_mb_per_slot_rss": round((many["rss_mb"] - one["rss_mb"]) / extra_slots, 3),
+        "marginal_mb_per_slot_pss": round((many["pss_mb"] - one["pss_mb"]) / extra_slots, 3),
         "marginal_mb_per_slot_1_to_10": round((ten["rss_mb"] - one["rss_mb"]) / 9, 3),
-        "marginal_mb_per_process_rss": round((procs["rss_mb"] - one["rss_mb"]) / 9, 1),
-        "marginal_mb_per_process_pss": round((procs["pss_mb"] - one["pss_mb"]) / 9, 1),
+        "marginal_mb_per_process_rss": round((procs["rss_mb"] - one["rss_mb"]) / extra_procs, 1),
+        "marginal_mb_per_process_pss": round((procs["pss_mb"] - one["pss_mb"]) / extra_procs, 1),
     }
