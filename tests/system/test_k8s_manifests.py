@@ -9,6 +9,7 @@ CRDs kubernetes-validate has no schema for; they are checked field by field inst
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -24,6 +25,8 @@ from test_plugins_common import BIN, REPO, run_play
 ROLE = REPO / "roles" / "agent_k8s"
 TOKEN = "pul-" + "5a" * 20
 CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+PROXY_PASSWORD = "s3cret-proxy-pw"  # noqa: S105 - a test value, checked to appear nowhere
+PROXY = f"http://agent:{PROXY_PASSWORD}@proxy.example:3128"
 CRD_KINDS = {"ScaledObject", "ServiceMonitor"}
 NOTE_ERROR = "{{ errors | default({}) | combine({'CASE': ansible_failed_result.msg}) }}"
 
@@ -47,10 +50,7 @@ CASES = {
         "workflow_agent_k8s_namespaces": ["ns-a", {"name": "ns-b", "weight": 2}],
         "workflow_agent_k8s_pool_target": 6,
         "workflow_agent_k8s_config": {"polling_interval": "5s", "pull_image": False},
-        "workflow_agent_k8s_proxy": {
-            "https": "http://proxy.example:3128",
-            "no_proxy": "example.com",
-        },
+        "workflow_agent_k8s_proxy": {"https": PROXY, "no_proxy": "example.com"},
         "workflow_agent_k8s_ca_bundle": CA,
         "workflow_agent_k8s_env": {"EXTRA": 1},
         "workflow_agent_k8s_worker_pod": {"spec": {"nodeSelector": {"pool": "jobs"}}},
@@ -109,6 +109,12 @@ CASES = {
         **BASE,
         "workflow_agent_k8s_namespaces": ["ns-a", "ns-b"],
         "workflow_agent_k8s_pool_target": 0,
+    },
+    # OpenShift's restricted-v2 assigns the ids: the pods must not set them.
+    "openshift": {
+        **BASE,
+        "workflow_agent_k8s_namespaces": ["ns-o"],
+        "workflow_agent_k8s_pod_ids": False,
     },
 }
 BAD = {
@@ -356,7 +362,8 @@ def test_deployment_pod_spec(rendered):
     assert env["PULUMI_AGENT_SERVICE_ACCOUNT_NAME"] == "workflow-agent-worker"
     assert env["PULUMI_AGENT_NUM_CPUS"] == "500m"
     assert env["PULUMI_AGENT_MEM_QUANTITY"] == "1Gi"
-    assert env["HTTPS_PROXY"] == env["https_proxy"] == "http://proxy.example:3128"
+    for name in ("HTTPS_PROXY", "https_proxy"):  # credentials: from a Secret, never a value
+        assert env[name] == {"secretKeyRef": {"name": "workflow-agent-proxy", "key": name}}
     assert env["NO_PROXY"].split(",")[:2] == ["example.com", "$(KUBERNETES_SERVICE_HOST)"]
     assert "HTTP_PROXY" not in env
     assert env["EXTRA"] == "1"
@@ -461,16 +468,60 @@ def test_token_only_in_a_0600_secret_file_and_never_in_ansible_output(rendered):
     for ns in ("ns-a", "ns-b"):
         path = rendered["out"] / "default" / f"{ns}-secret.yaml"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        [secret] = list(yaml.safe_load_all(path.read_text()))
+        secrets = {d["metadata"]["name"]: d for d in yaml.safe_load_all(path.read_text()) if d}
+        assert sorted(secrets) == ["workflow-agent-proxy", "workflow-agent-token"]
+        secret = secrets["workflow-agent-token"]
         assert secret["kind"] == "Secret"
         assert secret["metadata"]["namespace"] == ns
-        import base64
-
         assert base64.b64decode(secret["data"]["PULUMI_AGENT_TOKEN"]).decode() == TOKEN
         assert stat.S_IMODE((rendered["out"] / "default" / f"{ns}.yaml").stat().st_mode) == 0o644
     deployment = one(rendered["docs"]["default"], "Deployment", "ns-a")
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     assert re.fullmatch(r"[0-9a-f]{16}", annotations["workflow-agent/token-hash"])
+
+
+def test_proxy_credentials_only_in_the_0600_proxy_secret(rendered):
+    assert PROXY_PASSWORD not in rendered["output"]
+    for doc in rendered["docs"]["default"]:  # every manifest but the Secrets
+        assert PROXY_PASSWORD not in json.dumps(doc)
+    path = rendered["out"] / "default" / "ns-a-secret.yaml"
+    [proxy] = [
+        d for d in yaml.safe_load_all(path.read_text()) if d and "proxy" in d["metadata"]["name"]
+    ]
+    data = {k: base64.b64decode(v).decode() for k, v in proxy["data"].items()}
+    assert data == {"HTTPS_PROXY": PROXY, "https_proxy": PROXY}  # NO_PROXY holds no secret
+    deployment = one(rendered["docs"]["default"], "Deployment", "ns-a")
+    # Switching the proxy off later deletes the Secret the role made (like the other optional
+    # objects: the Deployment lists them).
+    optional = deployment["metadata"]["annotations"]["workflow-agent/optional-objects"]
+    assert "ProxySecret" in optional.split(",")
+
+
+def test_pod_ids_left_to_the_platform(rendered, tmp_path):
+    """workflow_agent_k8s_pod_ids false: neither the agent pods nor the job pods set ids."""
+    from workflow_agent.targets import _k8spod
+    from workflow_agent.targets.base import JobSpec
+
+    docs = rendered["docs"]["openshift"]
+    deployment = one(docs, "Deployment", "ns-o")
+    assert deployment["spec"]["template"]["spec"]["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    path = tmp_path / "worker-pod.json"
+    path.write_text(one(docs, "ConfigMap", "ns-o")["data"]["worker-pod.json"])
+    env = {k: v for k, v in env_of(deployment).items() if isinstance(v, str)}
+    env["WORKFLOW_AGENT_WORKER_POD_PATCH"] = str(path)
+    pod = _k8spod.render_pod(
+        JobSpec(job_id="job-1", run_id="run-1", image="job:1"),
+        "agent-pod-1",
+        _k8spod.Settings.from_env(env),
+        pull_image=False,
+        grace=30,
+    )
+    context = pod["spec"]["securityContext"]
+    assert not {"runAsUser", "runAsGroup", "fsGroup"} & set(context), context
+    assert context["runAsNonRoot"] is True
 
 
 # --- the other cases ------------------------------------------------------------------------
