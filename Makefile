@@ -34,6 +34,7 @@ images: engine
 	bash scripts/build-agent-image.sh
 
 bootstrap: venv images
+	bash scripts/prometheus.sh install
 
 lint: venv
 	bash scripts/stage.sh lint -- bash scripts/lint.sh
