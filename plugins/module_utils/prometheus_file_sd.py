@@ -91,6 +91,6 @@ def file_sd_targets(hosts, pool=None):
             if pool:
                 labels["pool"] = str(pool)
             rows.append((_order(name), {"targets": ["%s:%d" % (address, port)], "labels": labels}))
-        groups.extend(group for _, group in sorted(rows, key=lambda r: r[0]))
+        groups.extend(row[1] for row in sorted(rows, key=lambda r: r[0]))
     groups.sort(key=lambda g: g["labels"]["host"])
     return groups
