@@ -34,6 +34,7 @@ images: engine
 	bash scripts/build-agent-image.sh
 
 bootstrap: venv images
+	bash scripts/prometheus.sh install
 
 # The suites a stage must run (scripts/stage.sh --require REPORT[::PATH], see scripts/verdict.py):
 # one that collects nothing or skips every case fails the stage, whatever the exit code.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make demo`: the main job. An emulator and 3 systemd container "hosts" on one docker network,
 # the collection (installed from its tarball) rolls out a pool of 6 agents over them with its
-# rollout playbook (2 per host), then 12 jobs run and a table shows who ran what. Everything
-# stays up; `make demo-down` removes it. A second `make demo` changes nothing (changed=0).
+# rollout playbook (2 per host), then 12 jobs run and a table shows who ran what. A real
+# Prometheus (scripts/prometheus.sh, on loopback) scrapes the agents through the file_sd the
+# rollout wrote, and the end compares the planned slots with what it saw. Everything stays up;
+# `make demo-down` removes it. A second `make demo` changes nothing (changed=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
@@ -19,6 +21,7 @@ step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 down() {
   step "Removing the demo containers and network"
+  bash scripts/prometheus.sh stop "$DEMO/prometheus" 2>/dev/null || true
   docker rm -f "${HOSTS[@]}" "$EMU" >/dev/null 2>&1 || true
   docker network rm "$NET" >/dev/null 2>&1 || true
   rm -rf "$DEMO"
@@ -61,10 +64,14 @@ up() {
   done
 
   step "Rolling out a pool of 6 over 3 hosts (selfhosted.workflow_agent.rollout)"
+  # Prometheus runs on this machine: it reaches the agents at their container addresses.
   cat >"$DEMO/inventory.yml" <<INV
 workflow_agents:
   hosts:
-$(for h in "${HOSTS[@]}"; do echo "    $h:"; done)
+$(for h in "${HOSTS[@]}"; do
+    echo "    $h:"
+    echo "      workflow_agent_prometheus_address: $(docker inspect -f "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" "$h")"
+  done)
   vars:
     ansible_connection: community.docker.docker
     ansible_python_interpreter: /usr/bin/python3
@@ -74,6 +81,8 @@ $(for h in "${HOSTS[@]}"; do echo "    $h:"; done)
     workflow_agent_deploy_target: process
     workflow_agent_polling_interval: 2s
     workflow_agent_job_status_loop_interval: 5s
+    workflow_agent_pool_name: default
+    workflow_agent_prometheus_file_sd: $DEMO/file_sd.json
 INV
   ansible-playbook -i "$DEMO/inventory.yml" selfhosted.workflow_agent.rollout 2>&1 | tee "$DEMO/rollout.log"
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "the rollout failed (log: $DEMO/rollout.log)"; exit 1; }
@@ -81,10 +90,24 @@ INV
   if [ "$changed" = 0 ]; then echo "rollout: changed=0 on every host (nothing to do: idempotent)";
   else echo "rollout: $changed change(s) (a second 'make demo' reports changed=0)"; fi
 
+  step "Starting Prometheus: it scrapes the agents the rollout listed in $DEMO/file_sd.json"
+  PROM=$(bash scripts/prometheus.sh start "$DEMO/prometheus" "$DEMO/file_sd.json")
+  up=0
+  for _ in $(seq 1 60); do
+    up=$(curl -fsS "$PROM/api/v1/query" --data-urlencode 'query=count(up{job="workflow_agent"} == 1)' |
+      python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)')
+    [ "$up" = 6 ] && break
+    sleep 1
+  done
+  echo "prometheus at $PROM: $up of 6 planned instances up"
+  [ "$up" = 6 ] || { echo "Prometheus does not see the 6 agents (log: $DEMO/prometheus/prometheus.log)"; exit 1; }
+
   step "Enqueueing 12 jobs"
-  python3 scripts/demo_jobs.py --url "$EMU_URL" --admin-token-file "$DEMO/admin-token" --jobs 12 --agents 6
+  python3 scripts/demo_jobs.py --url "$EMU_URL" --admin-token-file "$DEMO/admin-token" --jobs 12 --agents 6 \
+    --prometheus "$PROM" --planned-slots 6
 
   echo
+  echo "Prometheus UI: $PROM (targets: $PROM/targets, alerts: $PROM/alerts), on this machine's loopback."
   echo "Done in $(( $(date +%s) - t0 ))s. Everything is still running. Tear it down with:  make demo-down"
 }
 

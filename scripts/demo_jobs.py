@@ -6,6 +6,7 @@ import json
 import pathlib
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 
@@ -18,6 +19,52 @@ def call(url: str, token: str, method: str = "GET", body: dict | None = None) ->
         return json.loads(resp.read() or b"{}")
 
 
+def prom(url: str, path: str, **params) -> list:
+    """One Prometheus HTTP API query's result list."""
+    q = urllib.parse.urlencode(params)
+    with urllib.request.urlopen(f"{url}{path}?{q}", timeout=10) as resp:  # noqa: S310 (loopback)
+        return json.loads(resp.read())["data"]["result"]
+
+
+def prometheus_summary(url: str, planned: int, start: float) -> bool:
+    """Planned slots next to what Prometheus scraped, and the busy slots while the jobs ran.
+    True when Prometheus reports the planned slots."""
+    # One more scrape (every 2s) so the last moments of the jobs are in.
+    time.sleep(3)
+    end = time.time()
+    total = prom(url, "/api/v1/query", query='sum(workflow_agent_slots{job="workflow_agent"})')
+    seen = int(float(total[0]["value"][1])) if total else 0
+    busy = prom(
+        url,
+        "/api/v1/query_range",
+        query='sum(workflow_agent_busy_slots{job="workflow_agent"})',
+        start=f"{start:.3f}",
+        end=f"{end:.3f}",
+        step="2",
+    )
+    samples = [int(float(v)) for _, v in busy[0]["values"]] if busy else []
+    print(f"\nPrometheus ({url}):")
+    print(f"  planned slots {planned}, sum(workflow_agent_slots) = {seen}")
+    if samples:
+        print(f"  busy slots during the jobs (every 2s): {' '.join(map(str, samples))}")
+        print(f"  most busy at once: {max(samples)} of {seen}")
+    else:
+        print("  busy slots during the jobs: no samples (were the agents scraped?)")
+    dashboard = pathlib.Path(__file__).resolve().parents[1] / "extensions/prometheus/dashboard.json"
+    panels = json.loads(dashboard.read_text())["panels"]
+    empty = [
+        p["title"]
+        for p in panels
+        for t in p["targets"]
+        if not prom(url, "/api/v1/query", query=t["expr"])
+    ]
+    print(
+        f"  dashboard ({dashboard.name}): {len(panels) - len(set(empty))} of {len(panels)} panels"
+        f" have data{'; none yet: ' + ', '.join(sorted(set(empty))) if empty else ''}"
+    )
+    return seen == planned
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True)
@@ -25,7 +72,10 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=12)
     p.add_argument("--agents", type=int, default=0, help="how many agents should share the jobs")
     p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--prometheus", help="a Prometheus scraping the agents: print what it saw")
+    p.add_argument("--planned-slots", type=int, default=0, help="the pool's planned slots")
     a = p.parse_args()
+    start = time.time()
     token = pathlib.Path(a.admin_token_file).read_text().strip()
     ids = []
     for i in range(1, a.jobs + 1):
@@ -71,7 +121,8 @@ def main() -> int:
     print(f"\n{ok}/{len(jobs)} jobs succeeded on {len(table)} agents")
     if a.agents and len(table) < a.agents:
         print(f"(fewer than {a.agents} agents took a job this time: the pollers decide who claims)")
-    return 0 if ok == len(jobs) else 1
+    seen_ok = prometheus_summary(a.prometheus, a.planned_slots, start) if a.prometheus else True
+    return 0 if ok == len(jobs) and seen_ok else 1
 
 
 if __name__ == "__main__":

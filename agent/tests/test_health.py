@@ -57,6 +57,7 @@ def test_activity_is_published_as_a_metric():
     clock.advance(5)
     h.touch()
     assert metrics.value("workflow_agent_last_activity_timestamp_seconds") == clock.time()
+    assert metrics.value("workflow_agent_health_threshold_seconds") == 60
 
 
 def get(url):
@@ -98,6 +99,7 @@ def test_http_server_endpoints_on_a_free_port(caplog):
             "workflow_agent_last_claim_timestamp_seconds",
             "workflow_agent_last_activity_timestamp_seconds",
             "workflow_agent_draining 1.0",
+            "workflow_agent_health_threshold_seconds 60.0",
         ):
             assert name in text
         assert get(base + "/nope")[0] == 404

@@ -93,6 +93,7 @@ CASES = {
             }
         ],
         "workflow_agent_k8s_service_monitor": True,
+        "workflow_agent_k8s_prometheus_pod_annotations": True,
     },  # fmt: skip
     "plan": {
         **BASE,
@@ -580,6 +581,18 @@ def test_keda_scaledobject_and_servicemonitor(rendered):
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics"}]
     assert monitor["spec"]["selector"]["matchLabels"] == one(docs, "Service")["spec"]["selector"]
+    # Pod annotations for annotation-based pod discovery, on request only.
+    prom = {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "8080",
+        "prometheus.io/path": "/metrics",
+    }
+    pod = one(docs, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    assert pod.items() >= prom.items()
+    default_pod = one(rendered["docs"]["default"], "Deployment", "ns-a")["spec"]["template"][
+        "metadata"
+    ]
+    assert not set(prom) & set(default_pod["annotations"])
 
 
 # --- bad input: one clear message each --------------------------------------------------------

@@ -24,6 +24,8 @@ class Health:
         self._lock = threading.Lock()
         self.last_activity = self.clock.time()  # starting counts as progress
         self.draining = False
+        if metrics is not None:
+            metrics.health_threshold.set(threshold)
         self._publish()
 
     def touch(self) -> None:

@@ -43,6 +43,10 @@ class Metrics:
             p + "last_activity_timestamp_seconds", "What /healthz judges", registry=r
         )
         self.draining = Gauge(p + "draining", "1 after SIGTERM", registry=r)
+        # Exported so an alert can compare last_activity with the agent's own threshold.
+        self.health_threshold = Gauge(
+            p + "health_threshold_seconds", "Inactivity after which /healthz fails", registry=r
+        )
         for workflow_type in ("deployment", "insights_scan", "policy_evaluation"):
             self.busy_slots.labels(workflow_type).set(0)
         for outcome in ("claimed", "empty", "error"):

@@ -6,6 +6,10 @@ the installed collection's playbooks and check each against systemd in the hosts
 emulator's admin API. Each step builds on the state the one before left, so they run in file
 order (pytest's) and a failed step makes the later ones fail too.
 
+After each step, a real Prometheus (scripts/prometheus.sh, on this machine's loopback) scrapes
+the agents through the file_sd the playbooks wrote (issue 18): exactly the planned instances are
+its targets, each `up`, and `sum(workflow_agent_slots)` is the pool's target.
+
 "Online" is judged with a short window (the agents poll every second) and against the exact set
 of `<hostname>/<instance>` identities; removed agents are checked by their units being gone.
 """
@@ -103,6 +107,26 @@ def assert_online(emulator, expected: set[str]) -> None:
     assert set(online) == expected
 
 
+def assert_scraped(prometheus, expected: set[str], slots: int) -> None:
+    """The playbooks' file_sd lists exactly `expected` (`<host>/<instance>`), and Prometheus,
+    scraping through it, has exactly those targets, each up, with `slots` slots in all."""
+    sd = prometheus.file_sd()
+    assert set(sd) == expected
+    for label, group in sd.items():
+        name, instance = label.split("/")
+        assert group["labels"] == {
+            "host": name,
+            "instance": label,
+            "pool": "default",
+            "deploy_target": "process",
+        }
+        assert group["targets"][0].endswith(f":{8080 + int(instance) - 1}"), group
+    seen = prometheus.wait_fleet(expected, slots)
+    assert set(seen["targets"]) == expected, seen
+    assert seen["up"] == dict.fromkeys(expected, "1"), seen
+    assert seen["slots"] == ([str(slots)] if expected else []), seen
+
+
 def install_state(name: str) -> str:
     """Inode and change time of the agent's install: a reinstall or re-link changes them."""
     return host(name).check_output(
@@ -111,14 +135,15 @@ def install_state(name: str) -> str:
     )
 
 
-def test_step1_rollout_six_over_three(emulator):
+def test_step1_rollout_six_over_three(emulator, prometheus):
     split = dict.fromkeys(HOSTS, 2)
     assert_split(split)
     assert configured(NEW_HOST) == []  # the spare host is not in the play yet
     assert_online(emulator, ids(split))
+    assert_scraped(prometheus, ids(split), 6)
 
 
-def test_step2_scale_to_nine_adds_only(emulator):
+def test_step2_scale_to_nine_adds_only(emulator, prometheus):
     kept = {(h, i): runs(h, i) for h in HOSTS for i in ("1", "2")}
     installed = {h: install_state(h) for h in HOSTS}
 
@@ -137,9 +162,10 @@ def test_step2_scale_to_nine_adds_only(emulator):
     assert {k: runs(*k) for k in kept} == kept
     assert "planned 3 instance(s), 3 slot(s); actual 3 instance(s), 3 slot(s); added 3" in out
     assert_online(emulator, ids(split))
+    assert_scraped(prometheus, ids(split), 9)
 
 
-def test_step3_add_a_host_rebalances_without_losing_jobs(emulator):
+def test_step3_add_a_host_rebalances_without_losing_jobs(emulator, prometheus):
     before = {(h, i): runs(h, i) for h in HOSTS for i in ("1", "2", "3")}
     for name in ALL:
         host(name).check_output(f"rm -f {RELEASE}")
@@ -211,10 +237,14 @@ def test_step3_add_a_host_rebalances_without_losing_jobs(emulator):
     drained = {f"{h}/3" for h in trimmed}
     assert drained <= {j["agent"] for j in jobs if j["id"] in blocking}
     assert_online(emulator, ids(counts))
+    # The removed instances are no longer scraped; the new host's are.
+    assert_scraped(prometheus, ids(counts), 9)
+    assert drained.isdisjoint(prometheus.targets())
 
 
-def test_step4_rollout_to_zero_stops_everything(emulator):
+def test_step4_rollout_to_zero_stops_everything(emulator, prometheus):
     playbook("rollout", "-e", "workflow_agent_pool_target=0", hosts=f"{GROUP}:{SPARE}")
+    assert_scraped(prometheus, set(), 0)
     for name in ALL:
         assert configured(name) == [], name
         assert active_units(name) == [], name
