@@ -16,7 +16,6 @@ from workflow_agent import __version__
 from workflow_agent.client import (
     MAX_BODY,
     AbortedError,
-    CircuitOpenError,
     Client,
     ServiceError,
     backoff,
@@ -24,6 +23,7 @@ from workflow_agent.client import (
     ssl_context,
 )
 from workflow_agent.clock import FakeClock
+from workflow_agent.errors import CircuitOpenError
 from workflow_agent.metrics import Metrics
 
 

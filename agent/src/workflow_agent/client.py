@@ -8,6 +8,9 @@ A call that still fails counts against the circuit breaker. Anything odd the ser
 (truncated or huge bodies, invalid JSON, an answer trickled a byte at a time) ends as a
 `ServiceError`, never as a crash or a hang: each attempt has one deadline, `request_timeout`
 from its start, for connecting, sending and reading the whole answer.
+
+The breaker lives in breaker.py, the per-attempt deadline under httpx in deadline.py, and the
+transports that put it under the sockets (direct and through proxies) in transport.py.
 """
 
 from __future__ import annotations
@@ -34,35 +37,17 @@ import httpcore  # noqa: E402
 import httpx  # noqa: E402
 
 from workflow_agent import __version__  # noqa: E402
+from workflow_agent.breaker import Breaker  # noqa: E402
 from workflow_agent.clock import Clock  # noqa: E402
 from workflow_agent.config import AgentConfig  # noqa: E402
+from workflow_agent.deadline import Deadline, DeadlineBackend  # noqa: E402
+from workflow_agent.errors import AbortedError, ServiceError  # noqa: E402
+from workflow_agent.transport import PoolTransport, pool, proxy_mounts  # noqa: E402
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 8 * 1024 * 1024  # no legitimate answer comes close; a bigger one is a broken server
 RETRY_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
-
-
-class ServiceError(Exception):
-    """A call that did not produce a usable answer. `status` is None when no response came."""
-
-    def __init__(self, message: str, *, status: int | None = None, route: str = "") -> None:
-        super().__init__(message)
-        self.status = status
-        self.route = route
-        self.body: Any = None
-
-
-class CircuitOpenError(ServiceError):
-    """The breaker refused the call; try again in `retry_in` seconds."""
-
-    def __init__(self, retry_in: float, route: str = "") -> None:
-        super().__init__(f"circuit breaker open, next try in {retry_in:.0f}s", route=route)
-        self.retry_in = retry_in
-
-
-class AbortedError(ServiceError):
-    """The caller's cancel event was set while the call waited to retry."""
 
 
 @dataclass
@@ -124,155 +109,6 @@ def backoff(attempt: int, wait: float, max_wait: float, retry_after: float | Non
     return min(wait * 2 ** (attempt - 1), max_wait)
 
 
-class Breaker:
-    """Closed → (N consecutive failed calls) → open for `timeout` → half-open: one probe call."""
-
-    def __init__(self, failures: int, timeout: float, clock: Clock, metrics=None) -> None:
-        self.threshold = failures
-        self.timeout = timeout
-        self.clock = clock
-        self.metrics = metrics
-        self.state = "closed"
-        self.failures = 0
-        self.opened_at = 0.0
-        self._probing = False
-        self._lock = threading.Lock()
-
-    def before(self, route: str, bypass: bool) -> bool:
-        """Admit a call or raise CircuitOpenError. True when the call is the half-open probe."""
-        with self._lock:
-            if self.state == "closed" or bypass:
-                return False
-            remaining = self.opened_at + self.timeout - self.clock.monotonic()
-            if self.state == "open" and remaining > 0:
-                raise CircuitOpenError(remaining, route)
-            if self._probing:
-                raise CircuitOpenError(1.0, route)
-            self.state = "half-open"
-            self._probing = True
-            log.info("circuit breaker half-open: probing with %s", route)
-            return True
-
-    def success(self) -> None:
-        with self._lock:
-            if self.state != "closed":
-                log.info("circuit breaker closed")
-            self.state, self.failures, self._probing = "closed", 0, False
-            self._gauge()
-
-    def failure(self, probe: bool) -> None:
-        with self._lock:
-            self.failures += 1
-            if probe or self._probing:
-                self._probing = False
-                self._open()
-            elif self.state == "closed" and self.failures >= self.threshold:
-                self._open()
-
-    def release(self, probe: bool) -> None:
-        """A probe ended without a verdict (aborted): let another call probe."""
-        with self._lock:
-            if probe:
-                self._probing = False
-
-    def _open(self) -> None:
-        self.state = "open"
-        self.opened_at = self.clock.monotonic()
-        log.warning(
-            "circuit breaker open after %d failed calls; pausing for %.0fs",
-            self.failures,
-            self.timeout,
-        )
-        if self.metrics is not None:
-            self.metrics.breaker_trips.inc()
-        self._gauge()
-
-    def _gauge(self) -> None:
-        if self.metrics is not None:
-            self.metrics.breaker_open.set(0 if self.state == "closed" else 1)
-
-
-class _Deadline(threading.local):
-    """The monotonic time by which the calling thread's current attempt must be over."""
-
-    at: float | None = None
-
-    def left(self, timeout: float | None, error: type[Exception]) -> float | None:
-        """`timeout` of one socket operation, capped at what is left of the attempt."""
-        if self.at is None:
-            return timeout
-        remaining = self.at - time.monotonic()
-        if remaining <= 0:
-            raise error("request_timeout reached")
-        return remaining if timeout is None else min(timeout, remaining)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline) -> None:
-        self._inner = inner
-        self._deadline = deadline
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, self._deadline.left(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, self._deadline.left(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
-        timeout = self._deadline.left(timeout, httpcore.ConnectTimeout)
-        inner = self._inner.start_tls(ssl_context, server_hostname, timeout)
-        return _DeadlineStream(inner, self._deadline)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's sockets, each operation capped at the calling attempt's deadline.
-
-    httpx's timeouts apply to each socket operation: a server that trickles its headers a byte
-    at a time, each byte inside the read timeout, would hold a call for hours.
-    """
-
-    def __init__(self, inner: httpcore.NetworkBackend, deadline: _Deadline) -> None:
-        self._inner = inner
-        self._deadline = deadline
-
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        timeout = self._deadline.left(timeout, httpcore.ConnectTimeout)
-        stream = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        return _DeadlineStream(stream, self._deadline)
-
-    def connect_unix_socket(self, path, timeout=None, socket_options=None):
-        timeout = self._deadline.left(timeout, httpcore.ConnectTimeout)
-        stream = self._inner.connect_unix_socket(path, timeout, socket_options)
-        return _DeadlineStream(stream, self._deadline)
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-def _enforce_deadlines(http: httpx.Client, deadline: _Deadline) -> None:
-    """Put _DeadlineBackend under each of the client's connection pools (direct and proxies).
-
-    httpx has no public way to choose httpcore's network backend; its pools keep it in
-    `_network_backend` (httpx 0.27-0.28, httpcore 1.x; test_client proves it still works).
-    """
-    transports = [http._transport, *http._mounts.values()]
-    for transport in transports:
-        pool = getattr(transport, "_pool", None)
-        if pool is None:  # a test's mock transport: no sockets
-            continue
-        if not hasattr(pool, "_network_backend"):
-            log.warning("request_timeout applies per socket read only (unknown httpcore version)")
-            continue
-        if not isinstance(pool._network_backend, _DeadlineBackend):
-            pool._network_backend = _DeadlineBackend(pool._network_backend, deadline)
-
-
 def ssl_context(ca_bundle: str, env: Mapping[str, str]) -> ssl.SSLContext:
     """The system trust store and certifi's, plus SSL_CERT_FILE and `ca_bundle` when given."""
     import certifi  # an httpx dependency
@@ -326,20 +162,21 @@ class Client:
             self.clock,
             metrics,
         )
-        verify: ssl.SSLContext | bool = True
-        if transport is None:
-            verify = ssl_context(cfg.ca_bundle, env)
+        self._deadline = Deadline()
+        mounts = None
+        if transport is None:  # real sockets (tests inject a mock transport)
+            tls = ssl_context(cfg.ca_bundle, env)
+            backend = DeadlineBackend(httpcore.SyncBackend(), self._deadline)
+            transport = PoolTransport(pool(tls, backend))
+            mounts = proxy_mounts(tls, backend)  # HTTPS_PROXY / HTTP_PROXY / NO_PROXY
         self._http = httpx.Client(
             base_url=cfg.service_url,
             headers=identity_headers(env),
             timeout=httpx.Timeout(self.timeout),
             transport=transport,
-            verify=verify,
-            trust_env=True,  # HTTPS_PROXY / HTTP_PROXY / NO_PROXY
+            mounts=mounts,
             follow_redirects=False,
         )
-        self._deadline = _Deadline()
-        _enforce_deadlines(self._http, self._deadline)
         self._never = threading.Event()
 
     def close(self) -> None:
@@ -426,7 +263,7 @@ class Client:
         if json_body is not None:
             kwargs["content"] = json.dumps(json_body).encode()
             headers["Content-Type"] = "application/json"
-        # One deadline for the whole attempt: connect, send, headers and body (_DeadlineBackend).
+        # One deadline for the whole attempt: connect, send, headers and body (DeadlineBackend).
         self._deadline.at = time.monotonic() + self.timeout
         try:
             try:

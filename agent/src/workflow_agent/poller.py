@@ -19,15 +19,10 @@ import random
 import threading
 from collections.abc import Callable
 
-from workflow_agent.client import (
-    AbortedError,
-    CircuitOpenError,
-    Client,
-    ServiceError,
-    parse_retry_after,
-)
+from workflow_agent.client import Client, parse_retry_after
 from workflow_agent.clock import Clock
 from workflow_agent.config import AgentConfig
+from workflow_agent.errors import AbortedError, CircuitOpenError, ServiceError
 from workflow_agent.health import Health
 from workflow_agent.jobdef import BadPayload, Claim
 from workflow_agent.jobs import Cancel, JobRunner

@@ -220,7 +220,7 @@ def test_patch_file_applied_as_strategic_merge(tmp_path):
     main, side = spec["containers"]
     assert (main["name"], side["name"]) == ("pulumi-workflow", "sidecar")
     assert main["resources"] == {"limits": {"memory": "2Gi"}}
-    # kubectl's order: items new in the patch first (see test_smp's kubectl cross-check).
+    # kubectl's order: items new in the patch first (test_strategic_merge checks it with kubectl).
     assert [e["name"] for e in main["env"]] == ["EXTRA", "HOME"]
     assert [m["mountPath"] for m in main["volumeMounts"]] == ["/cache", "/mnt/workflow"]
     assert [v["name"] for v in spec["volumes"]] == ["cache", "workflow"]

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from workflow_agent.targets._stepwrap import StepStream
+from workflow_agent.targets.base import StepOutcome, StepRun
 
 log = logging.getLogger(__name__)
 
@@ -102,3 +103,54 @@ def _read_pid(read, parser: StepStream, limit: float = 10.0) -> bool:
         if data:
             parser.feed(data)
     return False
+
+
+class ExecStep(StepRun):
+    """A step exec'd under the wrapper. Subclasses say how the exec's streams close and what a
+    step that ended without reporting its exit code ended with."""
+
+    def __init__(
+        self,
+        read: Callable[[float], object],
+        parser: StepStream,
+        *,
+        grace: float,
+        signal: Callable[[int, str], None],
+        alive: Callable[[int], bool],
+    ) -> None:
+        self._read = read
+        self.parser = parser
+        self._grace = grace
+        self._signal = signal
+        self._alive = alive
+
+    def pump(self, deadline: float | None, cancel: threading.Event) -> str:
+        return pump(
+            self._read,
+            self.parser,
+            deadline=deadline,
+            cancel=cancel,
+            grace=self._grace,
+            signal=self._signal,
+            alive=self._alive,
+        )
+
+    def end(self, abandoned: bool) -> None:
+        if abandoned and self.parser.pid:
+            self._signal(self.parser.pid, "KILL")
+        self.close()
+
+    def flush(self) -> None:
+        self.parser.flush()
+
+    def exited(self) -> StepOutcome:
+        if self.parser.rc is not None:
+            return StepOutcome(self.parser.rc, "exited")
+        return self.unreported()
+
+    def close(self) -> None:
+        """Close the exec's streams."""
+
+    def unreported(self) -> StepOutcome:
+        """The outcome when the wrapper ended without reporting (its group was killed...)."""
+        raise NotImplementedError

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workflow_agent.targets import _smp
+from workflow_agent.targets import strategic_merge
 from workflow_agent.targets.base import (
     LABEL_INSTANCE,
     LABEL_JOB,
@@ -252,8 +252,8 @@ def render_pod(
         "spec": spec,
     }
     try:
-        pod = _smp.merge(pod, settings.patch)
-    except _smp.PatchError as exc:
+        pod = strategic_merge.merge(pod, settings.patch)
+    except strategic_merge.PatchError as exc:
         raise TargetError(f"{settings.patch_source}: {exc}") from None
     # What the agent relies on wins over the patch: the name, its labels, and the keepalive.
     meta = pod.setdefault("metadata", {})

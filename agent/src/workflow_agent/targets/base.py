@@ -3,12 +3,16 @@
 The agent owns the job protocol (steps, status, logs, heartbeats); a target only executes and
 reports what happened. Order of calls for one job:
     prepare(job) -> run_step(job, step, ...) for each step -> cleanup(job)   (cleanup always runs)
+
+`BaseTarget` holds the run_step skeleton the three targets share (refusal, time limit, output
+streaming, timeout/cancel outcomes); each target supplies only how a step starts (`StepRun`).
 """
 
 from __future__ import annotations
 
 import abc
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -108,3 +112,71 @@ class Target(abc.ABC):
     @abc.abstractmethod
     def cleanup_orphans(self) -> int:
         """At agent start: remove leftovers this agent instance labelled. Returns the count."""
+
+
+class StepRun(abc.ABC):
+    """One started step, as a target runs it (returned by `BaseTarget._start_step`)."""
+
+    # How a timed out or canceled step was stopped: the end of its outcome's detail.
+    stopped = "its processes were terminated"
+
+    @abc.abstractmethod
+    def pump(self, deadline: float | None, cancel: threading.Event) -> str:
+        """Stream output until the step ends: "exited", "timeout" or "canceled".
+
+        On timeout (monotonic `deadline`) or cancel: TERM, keep streaming what the step prints
+        while it shuts down, KILL after the grace period.
+        """
+
+    @abc.abstractmethod
+    def end(self, abandoned: bool) -> None:
+        """Release the step's streams. `abandoned`: pump raised (on_line did), so first stop
+        what still runs."""
+
+    @abc.abstractmethod
+    def flush(self) -> None:
+        """Hand on the last output line when it had no newline."""
+
+    @abc.abstractmethod
+    def exited(self) -> StepOutcome:
+        """The outcome of a step that ended by itself."""
+
+
+class BaseTarget(Target):
+    """run_step for targets that run a step as a process they stream and signal."""
+
+    def run_step(
+        self,
+        job: JobSpec,
+        step: Step,
+        on_line: Callable[[str], None],
+        cancel: threading.Event,
+    ) -> StepOutcome:
+        state = self._step_state(job)
+        refused = refuse_step(state is not None, step, cancel)
+        if refused:
+            return refused
+        started = self._start_step(state, job, step, on_line)
+        if isinstance(started, StepOutcome):  # it could not start
+            return started
+        deadline = None if step.timeout is None else time.monotonic() + step.timeout
+        reason = "error"
+        try:
+            reason = started.pump(deadline, cancel)
+        finally:
+            started.end(abandoned=reason == "error")
+        started.flush()
+        if reason != "exited":
+            what = f"step timed out after {step.timeout:g}s" if reason == "timeout" else "canceled"
+            return StepOutcome(None, reason, f"{what}; {started.stopped}")
+        return started.exited()
+
+    @abc.abstractmethod
+    def _step_state(self, job: JobSpec):
+        """The prepared job's state, or None when a step cannot run (not prepared, cleaned up)."""
+
+    @abc.abstractmethod
+    def _start_step(
+        self, state, job: JobSpec, step: Step, on_line: Callable[[str], None]
+    ) -> StepRun | StepOutcome:
+        """Start the step, its output going to on_line; an "error" outcome when it cannot."""

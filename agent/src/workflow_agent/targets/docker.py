@@ -45,7 +45,6 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -63,12 +62,12 @@ from workflow_agent.targets.base import (
     OIDC_TOKEN_ENV,
     OIDC_TOKEN_PATH,
     WRITE_TOKEN_SCRIPT,
+    BaseTarget,
     JobSpec,
     Step,
     StepOutcome,
-    Target,
+    StepRun,
     TargetError,
-    refuse_step,
 )
 
 if TYPE_CHECKING:
@@ -88,7 +87,30 @@ class _Job:
     container: object = None
 
 
-class DockerTarget(Target):
+class _ContainerStep(_execpump.ExecStep):
+    def __init__(self, read, parser, *, api, exec_id: str, stream, **kw) -> None:
+        super().__init__(read, parser, **kw)
+        self._api = api
+        self._exec_id = exec_id
+        self._stream = stream
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._stream.close()
+
+    def unreported(self) -> StepOutcome:
+        # The wrapper died without reporting: its group was killed, or the container stopped.
+        try:
+            info = self._api.exec_inspect(self._exec_id)
+        except docker.errors.DockerException as exc:
+            return StepOutcome(None, "error", f"the job container is gone: {_why(exc)}")
+        code = info.get("ExitCode")
+        if code is None or info.get("Running"):
+            return StepOutcome(None, "error", "lost the step's output stream")
+        return StepOutcome(code, "exited", "the step's process group was killed")
+
+
+class DockerTarget(BaseTarget):
     def __init__(
         self,
         cfg: AgentConfig,
@@ -224,18 +246,12 @@ class DockerTarget(Target):
 
     # --- steps -----------------------------------------------------------------------------
 
-    def run_step(
-        self,
-        job: JobSpec,
-        step: Step,
-        on_line: Callable[[str], None],
-        cancel: threading.Event,
-    ) -> StepOutcome:
+    def _step_state(self, job: JobSpec) -> _Job | None:
         with self._lock:
             state = self._jobs.get(job.job_id)
-        refused = refuse_step(state is not None and state.container is not None, step, cancel)
-        if refused:
-            return refused
+        return state if state is not None and state.container is not None else None
+
+    def _start_step(self, state: _Job, job: JobSpec, step: Step, on_line) -> StepRun | StepOutcome:
         marker = _stepwrap.new_marker()
         parser = _stepwrap.StepStream(marker, on_line)
         cid = state.container.id
@@ -257,38 +273,16 @@ class DockerTarget(Target):
             except queue.Empty:
                 return None
 
-        deadline = None if step.timeout is None else time.monotonic() + step.timeout
-        reason = "error"
-        try:
-            reason = _execpump.pump(
-                read,
-                parser,
-                deadline=deadline,
-                cancel=cancel,
-                grace=self._grace,
-                signal=lambda pgid, sig: self._signal(cid, pgid, sig),
-                alive=lambda pgid: self._alive(cid, pgid),
-            )
-        finally:
-            if reason == "error" and parser.pid:  # on_line raised: do not leave the step running
-                self._signal(cid, parser.pid, "KILL")
-            with contextlib.suppress(Exception):
-                stream.close()
-        parser.flush()
-        if reason in ("timeout", "canceled"):
-            what = f"step timed out after {step.timeout:g}s" if reason == "timeout" else "canceled"
-            return StepOutcome(None, reason, f"{what}; its processes were terminated")
-        if parser.rc is not None:
-            return StepOutcome(parser.rc, "exited")
-        # The wrapper died without reporting: its group was killed, or the container stopped.
-        try:
-            info = self._client.api.exec_inspect(exec_id)
-        except docker.errors.DockerException as exc:
-            return StepOutcome(None, "error", f"the job container is gone: {_why(exc)}")
-        code = info.get("ExitCode")
-        if code is None or info.get("Running"):
-            return StepOutcome(None, "error", "lost the step's output stream")
-        return StepOutcome(code, "exited", "the step's process group was killed")
+        return _ContainerStep(
+            read,
+            parser,
+            grace=self._grace,
+            signal=lambda pgid, sig: self._signal(cid, pgid, sig),
+            alive=lambda pgid: self._alive(cid, pgid),
+            api=self._client.api,
+            exec_id=exec_id,
+            stream=stream,
+        )
 
     def _exec(self, cid: str, argv: list[str]) -> int | None:
         """Run a short helper command in the container; its exit code (None: could not)."""

@@ -56,7 +56,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,12 +71,12 @@ from workflow_agent.targets.base import (
     OIDC_TOKEN_ENV,
     OIDC_TOKEN_PATH,
     WRITE_TOKEN_SCRIPT,
+    BaseTarget,
     JobSpec,
     Step,
     StepOutcome,
-    Target,
+    StepRun,
     TargetError,
-    refuse_step,
 )
 
 if TYPE_CHECKING:
@@ -106,7 +106,25 @@ class _Job:
     name: str
 
 
-class KubernetesTarget(Target):
+class _PodStep(_execpump.ExecStep):
+    def __init__(self, read, parser, *, ws, pod: str, **kw) -> None:
+        super().__init__(read, parser, **kw)
+        self._ws = ws
+        self._pod = pod
+        self._code: int | None = None
+
+    def close(self) -> None:
+        self._code = _returncode(self._ws)  # the exec's exit status, once it has closed
+        with contextlib.suppress(Exception):
+            self._ws.close()
+
+    def unreported(self) -> StepOutcome:
+        if self._code is not None:
+            return StepOutcome(self._code, "exited", "the step's process group was killed")
+        return StepOutcome(None, "error", f"lost the exec connection to pod {self._pod}")
+
+
+class KubernetesTarget(BaseTarget):
     def __init__(
         self,
         cfg: AgentConfig,
@@ -247,18 +265,11 @@ class KubernetesTarget(Target):
 
     # --- steps -----------------------------------------------------------------------------
 
-    def run_step(
-        self,
-        job: JobSpec,
-        step: Step,
-        on_line: Callable[[str], None],
-        cancel: threading.Event,
-    ) -> StepOutcome:
+    def _step_state(self, job: JobSpec) -> _Job | None:
         with self._lock:
-            state = self._jobs.get(job.job_id)
-        refused = refuse_step(state is not None, step, cancel)
-        if refused:
-            return refused
+            return self._jobs.get(job.job_id)
+
+    def _start_step(self, state: _Job, job: JobSpec, step: Step, on_line) -> StepRun | StepOutcome:
         marker = _stepwrap.new_marker()
         parser = _stepwrap.StepStream(marker, on_line)
         argv = _stepwrap.wrapper_argv(
@@ -289,33 +300,15 @@ class KubernetesTarget(Target):
                 return _execpump.END
             return data
 
-        deadline = None if step.timeout is None else time.monotonic() + step.timeout
-        reason = "error"
-        try:
-            reason = _execpump.pump(
-                read,
-                parser,
-                deadline=deadline,
-                cancel=cancel,
-                grace=self._grace,
-                signal=lambda pgid, sig: self._kill(state.name, pgid, sig),
-                alive=lambda pgid: self._exec_short(state.name, _stepwrap.alive_argv(pgid)) == 0,
-            )
-        finally:
-            if reason == "error" and parser.pid:  # on_line raised: do not leave the step running
-                self._kill(state.name, parser.pid, "KILL")
-        code = _returncode(ws)
-        with contextlib.suppress(Exception):
-            ws.close()
-        parser.flush()
-        if reason in ("timeout", "canceled"):
-            what = f"step timed out after {step.timeout:g}s" if reason == "timeout" else "canceled"
-            return StepOutcome(None, reason, f"{what}; its processes were terminated")
-        if parser.rc is not None:
-            return StepOutcome(parser.rc, "exited")
-        if code is not None:
-            return StepOutcome(code, "exited", "the step's process group was killed")
-        return StepOutcome(None, "error", f"lost the exec connection to pod {state.name}")
+        return _PodStep(
+            read,
+            parser,
+            grace=self._grace,
+            signal=lambda pgid, sig: self._kill(state.name, pgid, sig),
+            alive=lambda pgid: self._exec_short(state.name, _stepwrap.alive_argv(pgid)) == 0,
+            ws=ws,
+            pod=state.name,
+        )
 
     def _connect(self, name: str, argv: list[str], *, stdin: bool):
         with self._exec_lock:

@@ -39,7 +39,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -47,12 +46,12 @@ from workflow_agent.targets import _jobdir, _procs
 from workflow_agent.targets._lines import LineSplitter
 from workflow_agent.targets.base import (
     OIDC_TOKEN_ENV,
+    BaseTarget,
     JobSpec,
     Step,
     StepOutcome,
-    Target,
+    StepRun,
     TargetError,
-    refuse_step,
 )
 
 if TYPE_CHECKING:
@@ -76,97 +75,18 @@ class _Job:
     groups: list[dict] = field(default_factory=list)
 
 
-class ProcessTarget(Target):
-    def __init__(self, cfg: AgentConfig, instance: str, *, grace: float = GRACE_SECONDS) -> None:
-        self._base = _jobdir.base_dir(cfg.shared_volume_directory)
-        self._instance = instance
+class _ProcessStep(StepRun):
+    """A step's shell, in its own process group, its output on one pipe."""
+
+    def __init__(self, proc: subprocess.Popen, splitter: LineSplitter, grace: float) -> None:
+        self._proc = proc
+        self._splitter = splitter
         self._grace = grace
-        self._jobs: dict[str, _Job] = {}
-        self._lock = threading.Lock()
+        self.stopped = f"process group {proc.pid} terminated"
 
-    # --- lifecycle -------------------------------------------------------------------------
-
-    def prepare(self, job: JobSpec) -> None:
-        jd = _jobdir.create(self._base, self._instance, job)
-        jd.write_owner({**jd.owner(), "boot_id": _procs.boot_id(), "groups": []})
-        with self._lock:
-            self._jobs[job.job_id] = _Job(jd)
-        if job.oidc_token:
-            try:
-                _jobdir.write_private(jd.oidc_token, job.oidc_token)
-            except OSError as exc:
-                raise TargetError(f"cannot write the job's OIDC token: {exc.strerror}") from None
-        log.info("job %s: working directory %s", job.job_id, jd.work)
-
-    def workdir(self, job: JobSpec):
-        """The directory the job's steps run in (None before prepare / after cleanup)."""
-        state = self._jobs.get(job.job_id)
-        return state.jobdir.work if state else None
-
-    def environment(self, job: JobSpec, workdir) -> dict[str, str]:
-        env = {"HOME": str(workdir), "PATH": DEFAULT_PATH}
-        if job.oidc_token:
-            env[OIDC_TOKEN_ENV] = str(_jobdir.JobDir(workdir.parent).oidc_token)
-        return {**env, **job.env}
-
-    def run_step(
-        self,
-        job: JobSpec,
-        step: Step,
-        on_line: Callable[[str], None],
-        cancel: threading.Event,
-    ) -> StepOutcome:
-        with self._lock:
-            state = self._jobs.get(job.job_id)
-        refused = refuse_step(state is not None, step, cancel)
-        if refused:
-            return refused
-        work = state.jobdir.work
-        cwd = work / step.workdir  # an absolute workdir replaces `work`
-        if not cwd.is_dir():
-            return StepOutcome(None, "error", f"working directory {step.workdir} does not exist")
-        shell = job.shell_or_default
-        try:
-            proc = subprocess.Popen(
-                [shell, "-c", step.run],
-                cwd=cwd,
-                env=self.environment(job, work),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # setsid: own session and process group (pgid == pid)
-            )
-        except OSError as exc:
-            return StepOutcome(None, "error", f"cannot start {shell}: {exc.strerror or exc}")
-        self._record_group(state, proc.pid)
-        deadline = None if step.timeout is None else time.monotonic() + step.timeout
-        splitter = LineSplitter(on_line)
-        reason = "error"
-        try:
-            reason = self._pump(proc, splitter, deadline, cancel)
-        finally:
-            if reason == "error":  # on_line raised: do not leave the step running
-                _procs.terminate_group(proc.pid, self._grace, proc.poll)
-            with contextlib.suppress(OSError):
-                proc.stdout.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=30)
-        splitter.flush()
-        if reason != "exited":
-            what = f"step timed out after {step.timeout:g}s" if reason == "timeout" else "canceled"
-            return StepOutcome(None, reason, f"{what}; process group {proc.pid} terminated")
-        code = proc.returncode
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-            return StepOutcome(128 - code, "exited", f"terminated by {name}")
-        return StepOutcome(code, "exited")
-
-    def _pump(self, proc, splitter, deadline, cancel) -> str:
-        """Stream output until the step ends; on timeout or cancel, TERM, grace, KILL.
-
-        Returns "exited", "timeout" or "canceled". Output printed while the step shuts down
-        (a trap on TERM) still reaches the log.
-        """
+    def pump(self, deadline: float | None, cancel: threading.Event) -> str:
+        # Output printed while the step shuts down (a trap on TERM) still reaches the log.
+        proc, splitter = self._proc, self._splitter
         fd = proc.stdout.fileno()
         sel = selectors.DefaultSelector()
         sel.register(fd, selectors.EVENT_READ)
@@ -218,6 +138,84 @@ class ProcessTarget(Target):
                         sel.unregister(fd)
         finally:
             sel.close()
+
+    def end(self, abandoned: bool) -> None:
+        proc = self._proc
+        if abandoned:
+            _procs.terminate_group(proc.pid, self._grace, proc.poll)
+        with contextlib.suppress(OSError):
+            proc.stdout.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=30)
+
+    def flush(self) -> None:
+        self._splitter.flush()
+
+    def exited(self) -> StepOutcome:
+        code = self._proc.returncode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            return StepOutcome(128 - code, "exited", f"terminated by {name}")
+        return StepOutcome(code, "exited")
+
+
+class ProcessTarget(BaseTarget):
+    def __init__(self, cfg: AgentConfig, instance: str, *, grace: float = GRACE_SECONDS) -> None:
+        self._base = _jobdir.base_dir(cfg.shared_volume_directory)
+        self._instance = instance
+        self._grace = grace
+        self._jobs: dict[str, _Job] = {}
+        self._lock = threading.Lock()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def prepare(self, job: JobSpec) -> None:
+        jd = _jobdir.create(self._base, self._instance, job)
+        jd.write_owner({**jd.owner(), "boot_id": _procs.boot_id(), "groups": []})
+        with self._lock:
+            self._jobs[job.job_id] = _Job(jd)
+        if job.oidc_token:
+            try:
+                _jobdir.write_private(jd.oidc_token, job.oidc_token)
+            except OSError as exc:
+                raise TargetError(f"cannot write the job's OIDC token: {exc.strerror}") from None
+        log.info("job %s: working directory %s", job.job_id, jd.work)
+
+    def workdir(self, job: JobSpec):
+        """The directory the job's steps run in (None before prepare / after cleanup)."""
+        state = self._jobs.get(job.job_id)
+        return state.jobdir.work if state else None
+
+    def environment(self, job: JobSpec, workdir) -> dict[str, str]:
+        env = {"HOME": str(workdir), "PATH": DEFAULT_PATH}
+        if job.oidc_token:
+            env[OIDC_TOKEN_ENV] = str(_jobdir.JobDir(workdir.parent).oidc_token)
+        return {**env, **job.env}
+
+    def _step_state(self, job: JobSpec) -> _Job | None:
+        with self._lock:
+            return self._jobs.get(job.job_id)
+
+    def _start_step(self, state: _Job, job: JobSpec, step: Step, on_line) -> StepRun | StepOutcome:
+        work = state.jobdir.work
+        cwd = work / step.workdir  # an absolute workdir replaces `work`
+        if not cwd.is_dir():
+            return StepOutcome(None, "error", f"working directory {step.workdir} does not exist")
+        shell = job.shell_or_default
+        try:
+            proc = subprocess.Popen(
+                [shell, "-c", step.run],
+                cwd=cwd,
+                env=self.environment(job, work),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # setsid: own session and process group (pgid == pid)
+            )
+        except OSError as exc:
+            return StepOutcome(None, "error", f"cannot start {shell}: {exc.strerror or exc}")
+        self._record_group(state, proc.pid)
+        return _ProcessStep(proc, LineSplitter(on_line), self._grace)
 
     def cleanup(self, job: JobSpec) -> None:
         with self._lock:

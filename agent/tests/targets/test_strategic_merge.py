@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from workflow_agent.targets._smp import PatchError, merge
+from workflow_agent.targets.strategic_merge import PatchError, merge
 
 BASE = {
     "apiVersion": "v1",
