@@ -135,9 +135,10 @@ EOF
     echo $! > "$G/run/content.pid"
   fi
   if ! running "$G/run/worker.pid"; then
-    # galaxy-importer runs on every upload; scripts/galaxy.sh runs it in full (ansible-lint too) on
-    # the tarball once, so the worker skips the slow lint (a minute per upload on 2 cores).
-    GALAXY_IMPORTER_RUN_ANSIBLE_LINT=false GALAXY_IMPORTER_ANSIBLE_LOCAL_TMP=$G/tmp/ansible \
+    # galaxy-importer runs on every upload; scripts/galaxy.sh runs it in full (ansible-doc and
+    # ansible-lint) on the tarball once, so the worker skips those two (up to a minute an upload).
+    GALAXY_IMPORTER_RUN_ANSIBLE_LINT=false GALAXY_IMPORTER_RUN_ANSIBLE_DOC=false \
+      GALAXY_IMPORTER_ANSIBLE_LOCAL_TMP=$G/tmp/ansible \
       setsid pulpcore-worker > "$G/log/worker.log" 2>&1 &
     echo $! > "$G/run/worker.pid"
   fi

@@ -28,29 +28,27 @@ echo "-- test-only collections (requirements/test-collections.yml) from the venv
 ANSIBLE_COLLECTIONS_PATH=$STATE/galaxy-work/test-cols \
   ansible-galaxy collection install --offline -r requirements/test-collections.yml -p "$STATE/galaxy-work/test-cols"
 
-echo "-- galaxy-importer"
-# Its own venv (it pins its own ansible-core and ansible-lint, which it runs from PATH).
+echo "-- galaxy-importer: in the background (checked below)"
+# Its own venv (it pins its own ansible-core and ansible-lint, which it runs from PATH). It writes
+# importer_result.json to its working directory.
 IVENV=$STATE/venvs/importer
-want=$(sha256sum requirements/galaxy-importer.txt | cut -c1-16)
-if [ "$(cat "$IVENV/.stamp" 2>/dev/null)" != "$want" ]; then
-  rm -rf "$IVENV"; "$PYTHON" -m venv "$IVENV"
-  "$IVENV/bin/pip" install -q --upgrade 'pip<26'
-  "$IVENV/bin/pip" install -q --no-deps -r requirements/galaxy-importer.txt
-  "$IVENV/bin/pip" check
-  echo "$want" > "$IVENV/.stamp"
-fi
-# It writes importer_result.json to its working directory.
-(cd "$STATE/galaxy-work" && PATH=$IVENV/bin:$PATH "$IVENV/bin/python" -m galaxy_importer.main "$tarball") \
-  | tee "$STATE/galaxy-work/importer.log"
-grep -q '^Importer processing completed successfully' "$STATE/galaxy-work/importer.log" \
-  || { echo "galaxy-importer did not complete (above)" >&2; exit 1; }
-if grep -E '^(WARNING|ERROR|CRITICAL):' "$STATE/galaxy-work/importer.log"; then
-  echo "galaxy-importer reported the warnings/errors above: Galaxy would show them" >&2; exit 1
-fi
-lap
+importer() {
+  local want; want=$(sha256sum requirements/galaxy-importer.txt | cut -c1-16)
+  if [ "$(cat "$IVENV/.stamp" 2>/dev/null)" != "$want" ]; then
+    rm -rf "$IVENV"; "$PYTHON" -m venv "$IVENV"
+    "$IVENV/bin/pip" install -q --upgrade 'pip<26'
+    "$IVENV/bin/pip" install -q --no-deps -r requirements/galaxy-importer.txt
+    "$IVENV/bin/pip" check
+    echo "$want" > "$IVENV/.stamp"
+  fi
+  cd "$STATE/galaxy-work" && PATH=$IVENV/bin:$PATH "$IVENV/bin/python" -m galaxy_importer.main "$tarball"
+}
+importer > "$STATE/galaxy-work/importer.log" 2>&1 &
+importer_pid=$!
+cleanup() { kill "$importer_pid" 2>/dev/null || true; bash scripts/galaxy-server.sh stop; }
+trap cleanup EXIT
 
 echo "-- Galaxy server"
-trap 'bash scripts/galaxy-server.sh stop' EXIT
 bash scripts/galaxy-server.sh start
 lap
 echo "-- tests/galaxy: publish, install by name, version range, upgrade"
@@ -61,13 +59,24 @@ lap
 echo "-- install selfhosted.workflow_agent by name from the server into $INSTALLED"
 # The bundle hidden: the dependencies land here too, as a Galaxy user gets them.
 ANSIBLE_CONFIG=$STATE/galaxy-server/ansible.cfg ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false \
-  ANSIBLE_GALAXY_CACHE_DIR=$STATE/galaxy-work/cache \
+  ANSIBLE_COLLECTIONS_PATH=$INSTALLED ANSIBLE_GALAXY_CACHE_DIR=$STATE/galaxy-work/cache \
   ansible-galaxy collection install --no-cache -p "$INSTALLED" selfhosted.workflow_agent
 cmp <(tar -xzOf "$tarball" MANIFEST.json) "$INSTALLED/ansible_collections/selfhosted/workflow_agent/MANIFEST.json" \
   || { echo "the server served another build than $tarball" >&2; exit 1; }
 export ANSIBLE_COLLECTIONS_PATH=$INSTALLED
 ANSIBLE_CONFIG=$STATE/galaxy-server/ansible.cfg ansible-galaxy collection verify selfhosted.workflow_agent
-bash scripts/galaxy-server.sh stop; trap - EXIT
+bash scripts/galaxy-server.sh stop
+
+echo "-- galaxy-importer"
+rc=0; wait "$importer_pid" || rc=$?
+trap - EXIT
+cat "$STATE/galaxy-work/importer.log"
+grep -q '^Importer processing completed successfully' "$STATE/galaxy-work/importer.log" && [ $rc = 0 ] \
+  || { echo "galaxy-importer did not complete (exit $rc, above)" >&2; exit 1; }
+if grep -E '^(WARNING|ERROR|CRITICAL):' "$STATE/galaxy-work/importer.log"; then
+  echo "galaxy-importer reported the warnings/errors above: Galaxy would show them" >&2; exit 1
+fi
+lap
 echo "-- antsibull-changelog lint"; antsibull-changelog lint
 echo "-- antsibull-docs lint-collection-docs"
 antsibull-docs lint-collection-docs --plugin-docs "$INSTALLED/ansible_collections/selfhosted/workflow_agent"
