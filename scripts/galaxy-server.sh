@@ -122,7 +122,15 @@ EOF
     echo "-- pulpcore-manager migrate"
     pulpcore-manager migrate --noinput > "$G/log/migrate.log" 2>&1 \
       || die "migrate failed: see $G/log/migrate.log"
-    pulpcore-manager reset-admin-password --password "$ADMIN_PASSWORD" >> "$G/log/migrate.log" 2>&1
+    # The password through the environment, not argv (reset-admin-password takes it as an argument).
+    ADMIN_PASSWORD=$ADMIN_PASSWORD pulpcore-manager shell >> "$G/log/migrate.log" 2>&1 <<'PY'
+import os
+from django.contrib.auth import get_user_model
+user, _ = get_user_model().objects.get_or_create(username="admin")
+user.is_staff = user.is_superuser = True
+user.set_password(os.environ["ADMIN_PASSWORD"])
+user.save()
+PY
     echo "$want_db" > "$G/migrated"
   fi
   # Each process in its own session, so stop can end it with its children (gunicorn workers).
@@ -151,7 +159,9 @@ EOF
   done
   [ "$i" -lt 120 ] || die "pulpcore-api did not answer in 60 s: see $G/log/api.log"
   # One repository with a distribution at BASE_PATH (created once; kept with the database).
-  local auth=(-u "admin:$ADMIN_PASSWORD" -H 'Content-Type: application/json')
+  # Credentials from a 0600 curl config, not argv.
+  ( umask 077; printf 'user = "admin:%s"\n' "$ADMIN_PASSWORD" > "$G/curl.cfg" )
+  local auth=(-K "$G/curl.cfg" -H 'Content-Type: application/json')
   if ! curl -fsS "${auth[@]}" "$api/distributions/ansible/ansible/?base_path=$BASE_PATH" | grep -q '"count":1'; then
     local repo
     repo=$(curl -fsS "${auth[@]}" -X POST -d "{\"name\": \"$BASE_PATH\"}" "$api/repositories/ansible/ansible/" \
