@@ -31,6 +31,7 @@ pgbin() {
   echo "$d"
 }
 as_pg() { runuser -u postgres -- "$@"; }
+token() { "$PYTHON" -c "import secrets; print(secrets.token_hex($1))"; }
 free_port() { "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -72,9 +73,9 @@ start() {
 PG_PORT=$(free_port)
 API_PORT=$(free_port)
 CONTENT_PORT=$(free_port)
-DB_PASSWORD=$(openssl rand -hex 16)
-ADMIN_PASSWORD=$(openssl rand -hex 16)
-SECRET_KEY=$(openssl rand -hex 32)
+DB_PASSWORD=$(token 16)
+ADMIN_PASSWORD=$(token 16)
+SECRET_KEY=$(token 32)
 EOF
       "$PYTHON" -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())' > "$G/db.key" )
   fi
