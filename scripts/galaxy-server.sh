@@ -33,6 +33,13 @@ pgbin() {
 as_pg() { runuser -u postgres -- "$@"; }
 token() { "$PYTHON" -c "import secrets; print(secrets.token_hex($1))"; }
 free_port() { "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# SO_REUSEADDR as the servers set it: a listener makes the port busy, old TIME_WAIT connections not.
+port_free() {
+  "$PYTHON" -c 'import socket as s, sys; k = s.socket(); k.setsockopt(s.SOL_SOCKET, s.SO_REUSEADDR, 1)
+k.bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null
+}
+# A kept port that something else took since the last run: pick another (the DB keeps no ports).
+repick() { sed -i "s/^$1=.*/$1=$(free_port)/" "$G/env"; }
 running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 stop() {
@@ -82,6 +89,13 @@ EOF
   # shellcheck disable=SC1091
   . "$G/env"
   local bin; bin=$(pgbin)
+  if ! as_pg "$bin/pg_ctl" -D "$G/pgdata" status >/dev/null 2>&1 && ! port_free "$PG_PORT"; then
+    repick PG_PORT
+  fi
+  running "$G/run/api.pid" || port_free "$API_PORT" || repick API_PORT
+  running "$G/run/content.pid" || port_free "$CONTENT_PORT" || repick CONTENT_PORT
+  # shellcheck disable=SC1091
+  . "$G/env"
   if [ ! -f "$G/pgdata/PG_VERSION" ]; then
     echo "-- initdb ($G/pgdata)"
     rm -rf "$G/pgdata"; mkdir -p "$G/pgdata" "$G/pgsock"; chown postgres: "$G/pgdata" "$G/pgsock"
@@ -92,6 +106,7 @@ EOF
     printf "listen_addresses = '127.0.0.1'\nport = %s\nunix_socket_directories = '%s'\n" \
       "$PG_PORT" "$G/pgsock" >> "$G/pgdata/postgresql.conf"
   fi
+  sed -i '/^port = /d' "$G/pgdata/postgresql.conf"; echo "port = $PG_PORT" >> "$G/pgdata/postgresql.conf"
   touch "$G/log/postgresql.log"; chown postgres: "$G/log/postgresql.log"
   if ! as_pg "$bin/pg_ctl" -D "$G/pgdata" status >/dev/null 2>&1; then
     as_pg "$bin/pg_ctl" -D "$G/pgdata" -l "$G/log/postgresql.log" -w start >/dev/null \
@@ -186,7 +201,8 @@ url = $url
 username = admin
 password = $ADMIN_PASSWORD
 EOF
-    grep -q '^GALAXY_URL=' "$G/env" || printf 'GALAXY_URL=%s\nPULP_API=%s\n' "$url" "$api" >> "$G/env" )
+    sed -i '/^GALAXY_URL=/d; /^PULP_API=/d' "$G/env"
+    printf 'GALAXY_URL=%s\nPULP_API=%s\n' "$url" "$api" >> "$G/env" )
   echo "galaxy-server: $url (ANSIBLE_CONFIG=$G/ansible.cfg)"
 }
 
