@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real Galaxy v3 API on loopback: Pulp (pulpcore + pulp_ansible, pinned in
 # requirements/galaxy-server.txt) on a PostgreSQL cluster of its own, all state under
-# $STATE/galaxy-server. A second start reuses the venv and the migrated database.
+# $STATE/galaxy-server. A second start reuses the venv and the migrated database. Runs as root:
+# it apt-installs Debian's postgresql when missing and runs PostgreSQL as its `postgres` user.
 #
 #   scripts/galaxy-server.sh start   # prints nothing but progress; writes $G/ansible.cfg and $G/env
 #   scripts/galaxy-server.sh stop    # stops the Pulp processes and PostgreSQL (no-op when down)
