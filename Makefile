@@ -79,6 +79,14 @@ pytest: bootstrap
 galaxy: venv
 	bash scripts/stage.sh galaxy -- bash scripts/galaxy.sh
 
+# A local Galaxy API (Pulp) on loopback, state under $(STATE)/galaxy-server; `make galaxy` starts
+# and stops its own. ANSIBLE_CONFIG=$(STATE)/galaxy-server/ansible.cfg points ansible-galaxy at it.
+.PHONY: galaxy-server galaxy-server-stop
+galaxy-server:
+	bash scripts/galaxy-server.sh start
+galaxy-server-stop:
+	bash scripts/galaxy-server.sh stop
+
 # Docker scenarios; the `kind` scenario runs in the k8s stage (or: make molecule SCENARIOS=kind).
 MOLECULE_DOCKER := default check_mode multi_instance uninstall upgrade scale
 molecule: bootstrap galaxy
