@@ -51,7 +51,7 @@ galaxy: venv
 	bash scripts/stage.sh galaxy -- bash scripts/galaxy.sh
 
 # Docker scenarios; the `kind` scenario runs in the k8s stage (or: make molecule SCENARIOS=kind).
-MOLECULE_DOCKER := default check_mode multi_instance uninstall upgrade scale
+MOLECULE_DOCKER := default check_mode multi_instance uninstall upgrade scale adopt
 molecule: bootstrap galaxy
 	bash scripts/stage.sh molecule -- bash scripts/molecule.sh $(or $(SCENARIOS),$(MOLECULE_DOCKER))
 

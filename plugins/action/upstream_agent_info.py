@@ -54,7 +54,8 @@ def choose(schema, install):
         return path, [path], []
     dirs = install["dirs"]
     searched = [
-        str(p) for p in schema.candidate_paths(cwd=dirs["cwd"], home=dirs["home"], exe_dir=dirs["exe_dir"])
+        str(p)
+        for p in schema.candidate_paths(cwd=dirs["cwd"], home=dirs["home"], exe_dir=dirs["exe_dir"])
     ]
     existing = [p for p in searched if p in found]
     notices = []
@@ -98,9 +99,7 @@ def adopt(schema, install, exclude):
             not_adopted[key] = "set by the role for each instance"
         elif key in full and merged[key] is not None:
             settings[key] = full[key]
-    masked = dict(
-        (k, MASK if k in schema.SECRET_KEYS and v else v) for k, v in settings.items()
-    )
+    masked = dict((k, MASK if k in schema.SECRET_KEYS and v else v) for k, v in settings.items())
     files = [install["unit_path"], install["dirs"]["exe_dir"]] + ([path] if path else [])
     report = {
         "unit": install["unit"],
@@ -134,7 +133,8 @@ def adopt_all(schema, installs, exclude):
             raise AnsibleActionFail(
                 "upstream_agent_info: the upstream units %s (%s) and %s (%s) run with different "
                 "settings; adopt one of them (disable the other) or set the settings in the "
-                "inventory" % (first["unit"], first["config_file"], report["unit"], report["config_file"])
+                "inventory"
+                % (first["unit"], first["config_file"], report["unit"], report["config_file"])
             )
         reports.append(report)
     return reports, chosen

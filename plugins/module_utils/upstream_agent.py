@@ -24,8 +24,13 @@ COMMANDS = ("customer-managed-workflow-agent", "customer-managed-deployment-agen
 # Both names, the current one first (the agent's CONFIG_FILE_NAME and LEGACY_CONFIG_FILE_NAME).
 CONFIG_NAMES = ("pulumi-workflow-agent.yaml", "pulumi-deployment-agent.yaml")
 # Where systemd loads unit files from, highest precedence first.
-UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
-             "/usr/lib/systemd/system", "/lib/systemd/system")
+UNIT_DIRS = (
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+)
 # systemd's fixed search path for an ExecStart command without a slash.
 EXEC_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 # ExecStart= prefixes (systemd.service(5), "Command lines").
@@ -77,7 +82,9 @@ def exec_argv(value):
     try:
         argv = shlex.split(value)
     except ValueError as exc:
-        raise UnitError("ExecStart=%s: cannot be split into arguments (%s)" % (value, exc))
+        raise UnitError(
+            "ExecStart=%s: cannot be split into arguments (%s)" % (value, exc)
+        ) from None
     return argv
 
 
@@ -95,7 +102,7 @@ def explicit_config(argv):
         if arg == "--config" and i + 1 < len(argv):
             return argv[i + 1]
         if arg.startswith("--config="):
-            return arg[len("--config="):]
+            return arg[len("--config=") :]
     return None
 
 

@@ -156,12 +156,12 @@ settings:
   sample: {token: pul-..., service_url: https://api.pulumi.com}
 """
 
-import os
-import pwd
-import stat
+import os  # noqa: E402
+import pwd  # noqa: E402
+import stat  # noqa: E402
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.upstream_agent import (
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.upstream_agent import (  # noqa: E402
     UNIT_DIRS,
     UnitError,
     candidate_files,

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleActionFail
-from ansible_collections.selfhosted.workflow_agent.plugins.action import upstream_agent_info as plugin
+from ansible_collections.selfhosted.workflow_agent.plugins.action import (
+    upstream_agent_info as plugin,
+)
 
 TOKEN = "pul-0123456789abcdef0123456789abcdef01234567"
 BIN = "/root/.pulumi/bin/customer-managed-workflow-agent"
-MANAGED = {"working_directory", "shared_volume_directory", "http_server_port", "ca_bundle"}
+MANAGED = {"shared_volume_directory", "http_server_port", "ca_bundle"}
 
 
 @pytest.fixture(scope="module")
@@ -40,25 +42,40 @@ def install(files, environment=None, config_option=None, unit="workflow_agent.se
 
 def test_upstreams_sample_is_adopted_without_its_no_effect_keys(schema):
     text = (
-        "token: %s\nservice_url: https://api.pulumi.com/\nworkflow_runners_directory: /x\n"
-        "workflow_runners_embeddable: /x/workflow-runner-embeddable\nhttp_server_port: 8090\ntoken_expiration: 3600\n" % TOKEN
+        f"token: {TOKEN}\nservice_url: https://api.pulumi.com/\nworkflow_runners_directory: /x\n"
+        "workflow_runners_embeddable: /x/workflow-runner-embeddable\nhttp_server_port: 8090\n"
+        "token_expiration: 3600\n"
     )
-    reports, settings = plugin.adopt_all(schema, [install({BIN + "/pulumi-workflow-agent.yaml": text})], MANAGED)
-    assert settings == {"token": TOKEN, "service_url": "https://api.pulumi.com", "token_expiration": "1h0m0s"}
+    reports, settings = plugin.adopt_all(
+        schema, [install({BIN + "/pulumi-workflow-agent.yaml": text})], MANAGED
+    )
+    assert settings == {
+        "token": TOKEN,
+        "service_url": "https://api.pulumi.com",
+        "token_expiration": "1h0m0s",
+    }
     (report,) = reports
     assert report["settings"]["token"] == "***"
     assert TOKEN not in repr(reports)
     assert report["config_file"] == BIN + "/pulumi-workflow-agent.yaml"
     assert report["http_server_port"] == 8090
-    assert set(report["not_adopted"]) == {"workflow_runners_directory", "workflow_runners_embeddable", "http_server_port"}
-    assert report["files"] == ["/etc/systemd/system/workflow_agent.service", BIN, BIN + "/pulumi-workflow-agent.yaml"]
+    assert set(report["not_adopted"]) == {
+        "workflow_runners_directory",
+        "workflow_runners_embeddable",
+        "http_server_port",
+    }
+    assert report["files"] == [
+        "/etc/systemd/system/workflow_agent.service",
+        BIN,
+        BIN + "/pulumi-workflow-agent.yaml",
+    ]
 
 
 def test_discovery_order_is_the_agents_cwd_first_and_the_new_name_wins(schema):
     files = {
-        BIN + "/pulumi-workflow-agent.yaml": "token: %s\nlog_level: debug\n" % TOKEN,
-        "/root/.pulumi/bin/pulumi-workflow-agent.yaml": "token: %s\nlog_level: warning\n" % TOKEN,
-        "/root/pulumi-deployment-agent.yaml": "token: %s\nlog_level: error\n" % TOKEN,
+        BIN + "/pulumi-workflow-agent.yaml": f"token: {TOKEN}\nlog_level: debug\n",
+        "/root/.pulumi/bin/pulumi-workflow-agent.yaml": f"token: {TOKEN}\nlog_level: warning\n",
+        "/root/pulumi-deployment-agent.yaml": f"token: {TOKEN}\nlog_level: error\n",
     }
     (report,), settings = plugin.adopt_all(schema, [install(files)], MANAGED)
     assert report["config_file"] == "/root/.pulumi/bin/pulumi-workflow-agent.yaml"
@@ -73,7 +90,7 @@ def test_discovery_order_is_the_agents_cwd_first_and_the_new_name_wins(schema):
 
 def test_the_legacy_name_alone_is_read(schema):
     (report,), settings = plugin.adopt_all(
-        schema, [install({"/etc/pulumi-deployment-agent.yaml": "token: %s\n" % TOKEN})], MANAGED
+        schema, [install({"/etc/pulumi-deployment-agent.yaml": f"token: {TOKEN}\n"})], MANAGED
     )
     assert report["config_file"] == "/etc/pulumi-deployment-agent.yaml"
     assert settings == {"token": TOKEN}
@@ -81,7 +98,7 @@ def test_the_legacy_name_alone_is_read(schema):
 
 def test_the_units_environment_overlays_the_file(schema):
     inst = install(
-        {BIN + "/pulumi-workflow-agent.yaml": "token: %s\nslots: 1\n" % TOKEN},
+        {BIN + "/pulumi-workflow-agent.yaml": f"token: {TOKEN}\nslots: 1\n"},
         environment={"PULUMI_AGENT_SLOTS": "3", "PATH": "/bin"},
     )
     _reports, settings = plugin.adopt_all(schema, [inst], MANAGED)
@@ -89,8 +106,13 @@ def test_the_units_environment_overlays_the_file(schema):
 
 
 def test_a_config_option_names_the_file(schema):
-    files = {"/srv/a.yaml": "token: %s\n" % TOKEN, BIN + "/pulumi-workflow-agent.yaml": "token: x\n"}
-    (report,), _settings = plugin.adopt_all(schema, [install(files, config_option="/srv/a.yaml")], MANAGED)
+    files = {
+        "/srv/a.yaml": f"token: {TOKEN}\n",
+        BIN + "/pulumi-workflow-agent.yaml": "token: x\n",
+    }
+    (report,), _settings = plugin.adopt_all(
+        schema, [install(files, config_option="/srv/a.yaml")], MANAGED
+    )
     assert report["config_file"] == "/srv/a.yaml"
     with pytest.raises(AnsibleActionFail, match="--config /srv/b.yaml: no such file"):
         plugin.adopt_all(schema, [install(files, config_option="/srv/b.yaml")], MANAGED)
@@ -99,8 +121,8 @@ def test_a_config_option_names_the_file(schema):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("token: %s\npolling_intervall: 1s\n" % TOKEN, "polling_intervall: unknown key"),
-        ("token: %s\ndeploy_target: ecs\n" % TOKEN, "deploy_target"),
+        (f"token: {TOKEN}\npolling_intervall: 1s\n", "polling_intervall: unknown key"),
+        (f"token: {TOKEN}\ndeploy_target: ecs\n", "deploy_target"),
         ("token: [\n", "line 2: invalid YAML"),
         ("", "the file is empty"),
     ],
@@ -110,23 +132,31 @@ def test_a_config_the_agent_refuses_fails_naming_the_file_and_key(schema, text, 
     with pytest.raises(AnsibleActionFail) as err:
         plugin.adopt_all(schema, [install({path: text})], MANAGED)
     msg = str(err.value)
-    assert msg.startswith("upstream_agent_info: %s: " % path)
+    assert msg.startswith(f"upstream_agent_info: {path}: ")
     assert message in msg
     assert TOKEN not in msg
 
 
 def test_no_config_and_no_token_names_where_it_looked(schema):
-    with pytest.raises(AnsibleActionFail, match=r"workflow_agent.service: no config file found \(looked in: /root/.pulumi"):
+    with pytest.raises(
+        AnsibleActionFail,
+        match=r"workflow_agent.service: no config file found \(looked in: /root/.pulumi",
+    ):
         plugin.adopt_all(schema, [install({})], MANAGED)
 
 
 def test_installs_with_different_settings_are_refused(schema):
-    a = install({BIN + "/pulumi-workflow-agent.yaml": "token: %s\n" % TOKEN})
-    b = install({"/etc/pulumi-workflow-agent.yaml": "token: %s\nslots: 2\n" % TOKEN}, unit="b.service")
+    a = install({BIN + "/pulumi-workflow-agent.yaml": f"token: {TOKEN}\n"})
+    b = install(
+        {"/etc/pulumi-workflow-agent.yaml": f"token: {TOKEN}\nslots: 2\n"}, unit="b.service"
+    )
     b["dirs"] = {"cwd": "/", "home": "/root", "exe_dir": "/opt"}
-    with pytest.raises(AnsibleActionFail, match="workflow_agent.service .* and b.service .* run with different settings"):
+    with pytest.raises(
+        AnsibleActionFail,
+        match="workflow_agent.service .* and b.service .* run with different settings",
+    ):
         plugin.adopt_all(schema, [a, b], MANAGED)
-    same = install({BIN + "/pulumi-workflow-agent.yaml": "token: %s\n" % TOKEN}, unit="c.service")
+    same = install({BIN + "/pulumi-workflow-agent.yaml": f"token: {TOKEN}\n"}, unit="c.service")
     reports, settings = plugin.adopt_all(schema, [a, same], MANAGED)
     assert [r["unit"] for r in reports] == ["workflow_agent.service", "c.service"]
     assert settings == {"token": TOKEN}

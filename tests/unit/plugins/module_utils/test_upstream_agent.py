@@ -9,7 +9,8 @@ from ansible_collections.selfhosted.workflow_agent.plugins.module_utils import u
 AMI_UNIT = """\
 [Service]
 WorkingDirectory=/home/ubuntu/.pulumi/bin/
-ExecStart=/home/ubuntu/.pulumi/bin/customer-managed-workflow-agent/customer-managed-workflow-agent run
+ExecStart=/home/ubuntu/.pulumi/bin/customer-managed-workflow-agent/customer-managed-workflow-agent \
+  run
 KillMode=process
 
 [Install]
@@ -22,7 +23,14 @@ def homes(user):
 
 
 def describe(text, exists=lambda p: False, name="workflow_agent.service"):
-    return ua.describe(name, "/etc/systemd/system/" + name, text, homes, exists, realpath=lambda p: p.rstrip("/") or "/")
+    return ua.describe(
+        name,
+        "/etc/systemd/system/" + name,
+        text,
+        homes,
+        exists,
+        realpath=lambda p: p.rstrip("/") or "/",
+    )
 
 
 def test_the_ami_unit_is_an_upstream_install():
@@ -73,13 +81,18 @@ def test_a_bare_command_is_found_on_systemds_search_path():
 
 def test_continuation_lines_environment_and_config_option():
     text = (
-        "[Service]\n# a comment\nEnvironment=PULUMI_AGENT_LOG_LEVEL=debug \"A=b c\"\n"
+        '[Service]\n# a comment\nEnvironment=PULUMI_AGENT_LOG_LEVEL=debug "A=b c"\n'
         "Environment=PULUMI_AGENT_LOG_LEVEL=info\n"
         "WorkingDirectory=/srv\n"
         "ExecStart=/opt/customer-managed-workflow-agent \\\n  run --config conf/agent.yaml\n"
     )
     found = describe(text)
-    assert found["argv"] == ["/opt/customer-managed-workflow-agent", "run", "--config", "conf/agent.yaml"]
+    assert found["argv"] == [
+        "/opt/customer-managed-workflow-agent",
+        "run",
+        "--config",
+        "conf/agent.yaml",
+    ]
     assert found["config_option"] == "/srv/conf/agent.yaml"
     assert found["environment"] == {"PULUMI_AGENT_LOG_LEVEL": "info", "A": "b c"}
     assert ua.candidate_files(found)[-1] == "/srv/conf/agent.yaml"
