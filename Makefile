@@ -88,7 +88,7 @@ galaxy-server-stop:
 	bash scripts/galaxy-server.sh stop
 
 # Docker scenarios; the `kind` scenario runs in the k8s stage (or: make molecule SCENARIOS=kind).
-MOLECULE_DOCKER := default check_mode multi_instance uninstall upgrade scale
+MOLECULE_DOCKER := default check_mode multi_instance uninstall upgrade scale adopt
 molecule: bootstrap galaxy
 	bash scripts/stage.sh molecule $(foreach s,$(or $(SCENARIOS),$(MOLECULE_DOCKER)),--require molecule-$(s).xml) \
 	  -- bash scripts/molecule.sh $(or $(SCENARIOS),$(MOLECULE_DOCKER))

@@ -142,7 +142,10 @@ def test_unsupported_platform(tmp_path, plain):
         ({"workflow_agent_instances": [{"name": "a", "colour": "red"}]}, 'unknown key "colour"'),
         ({"workflow_agent_instances": [{"name": "a", "state": "gone"}]}, "a: state must be"),
         ({"workflow_agent_instances": 100}, "must be a count from 0 to 64 or a list, not 100"),
-        ({"workflow_agent_config": {"working_directory": "/x"}}, "working_directory (in workflow"),
+        (
+            {"workflow_agent_config": {"shared_volume_directory": "/x"}},
+            "shared_volume_directory (in workflow",
+        ),
         ({"workflow_agent_proxy": {"socks": "x"}}, "workflow_agent_proxy.socks. Supported"),
         ({"workflow_agent_service_state": "paused"}, "workflow_agent_service_state must be one of"),
         (

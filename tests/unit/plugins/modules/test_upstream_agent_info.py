@@ -1,0 +1,95 @@
+"""upstream_agent_info module (host side) on a stand-in systemd tree, then through the action's
+choice and validation: what the role gets from a host with upstream's AMI layout."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from ansible_collections.selfhosted.workflow_agent.plugins.action import (
+    upstream_agent_info as action,
+)
+from ansible_collections.selfhosted.workflow_agent.plugins.modules import upstream_agent_info
+
+TOKEN = "pul-0123456789abcdef0123456789abcdef01234567"
+
+
+def run_module(monkeypatch, args):
+    from ansible.module_utils.testing import patch_module_args
+
+    captured = {}
+
+    def leave(self, **result):
+        captured.update(result)
+        raise SystemExit(0)
+
+    def fail(self, msg, **result):
+        captured.update(result, msg=msg, failed=True)
+        raise SystemExit(1)
+
+    def run_command(self, argv, **_kw):
+        assert argv[:2] == ["systemctl", "show"]
+        active = "active" if argv[-1] == "workflow_agent.service" else "inactive"
+        return 0, f"ActiveState={active}\nUnitFileState=enabled\n", ""
+
+    mod = upstream_agent_info.AnsibleModule
+    monkeypatch.setattr(mod, "exit_json", leave)
+    monkeypatch.setattr(mod, "fail_json", fail)
+    monkeypatch.setattr(mod, "run_command", run_command)
+    with patch_module_args(args), pytest.raises(SystemExit):
+        upstream_agent_info.main()
+    return captured
+
+
+@pytest.fixture
+def host(tmp_path, monkeypatch):
+    """/etc/systemd/system and /lib/systemd/system stand-ins, and root's upstream install."""
+    etc, lib, home = tmp_path / "etc-units", tmp_path / "lib-units", tmp_path / "root"
+    bindir = home / ".pulumi/bin/customer-managed-workflow-agent"
+    for d in (etc, lib, bindir):
+        d.mkdir(parents=True)
+    (bindir / "customer-managed-workflow-agent").write_text("#!/bin/sh\n")
+    (bindir / "pulumi-workflow-agent.yaml").write_text(f"token: {TOKEN}\nlog_level: debug\n")
+    unit = (
+        f"[Service]\nWorkingDirectory={home}/.pulumi/bin/\n"
+        f"ExecStart={bindir}/customer-managed-workflow-agent run\nKillMode=process\n"
+        "[Install]\nWantedBy=multi-user.target\n"
+    )
+    (etc / "workflow_agent.service").write_text(unit)
+    (lib / "workflow_agent.service").write_text(unit.replace("process", "mixed"))  # shadowed
+    (etc / "old.service").symlink_to(os.devnull)  # masked
+    (lib / "old.service").write_text(unit)
+    (etc / "sshd.service").write_text("[Service]\nExecStart=/usr/sbin/sshd -D\n")
+    monkeypatch.setattr(upstream_agent_info, "UNIT_DIRS", (str(etc), str(lib)))
+    monkeypatch.setattr(upstream_agent_info, "home_of", lambda user: str(home))
+    return {"etc": etc, "bindir": bindir}
+
+
+def test_finds_the_ami_install_and_its_config(monkeypatch, host):
+    result = run_module(monkeypatch, {"exclude": ["http_server_port"]})
+    assert result["changed"] is False
+    (found,) = result["installs"]
+    assert found["unit_path"] == str(host["etc"] / "workflow_agent.service")
+    assert found["kill_mode"] == "process"
+    assert found["active"] is True and found["enabled"] is True
+    config = str(host["bindir"] / "pulumi-workflow-agent.yaml")
+    assert list(found["candidates"]) == [config]
+    schema = action.load_schema()[0]
+    (report,), settings = action.adopt_all(schema, result["installs"], {"http_server_port"})
+    assert settings == {"token": TOKEN, "log_level": "debug"}
+    assert report["config_file"] == config
+    assert report["settings"] == {"token": "***", "log_level": "debug"}
+
+
+def test_an_unreadable_unit_fails_with_its_path(monkeypatch, host):
+    (host["etc"] / "bad.service").write_text(
+        "[Service]\nExecStart=/x/customer-managed-workflow-agent 'run\n"
+    )
+    result = run_module(monkeypatch, {})
+    assert result["failed"] is True
+    assert result["msg"].startswith(str(host["etc"] / "bad.service") + ": ExecStart=")
+
+
+def test_nothing_found_on_a_host_without_units(monkeypatch, tmp_path):
+    monkeypatch.setattr(upstream_agent_info, "UNIT_DIRS", (str(tmp_path / "none"),))
+    assert run_module(monkeypatch, {})["installs"] == []
