@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Build the local base images without a registry:
-#   local/debian12:latest          debootstrap --variant=minbase bookworm, docker import
-#   local/debian12-systemd:latest  + systemd, python3, sudo, iproute2 (Molecule hosts)
-#   local/debian12-plain:latest    + python3, python3-venv, tini (no init; check-mode/failure tests, service images)
+# Build the local base images without a registry. Usage: images.sh [SUITE...] (default: all).
+#   bookworm (Debian 12):
+#     local/debian12:latest          debootstrap --variant=minbase bookworm, docker import
+#     local/debian12-systemd:latest  + systemd, python3, sudo, iproute2 (Molecule hosts)
+#     local/debian12-plain:latest    + python3, python3-venv, tini (no init; check-mode/failure tests, service images)
+#   trixie (Debian 13): the same base and systemd host, the second platform of the Molecule matrix
+#     local/debian13:latest, local/debian13-systemd:latest
 # Each image carries a label with the hash of its inputs; an image whose label matches is reused,
 # so a second run takes seconds.
 set -euo pipefail
@@ -10,37 +13,55 @@ cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker)}
 STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
 mkdir -p "$STATE"
-SUITE=bookworm
 MIRROR=${DEBIAN_MIRROR:-$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
+# The base image's inputs, hashed into its label (not the whole script: editing the script must
+# not rebuild every image).
+VARIANT=minbase
 
 label_of() { $DOCKER image inspect -f '{{ index .Config.Labels "workflow-agent.hash" }}' "$1" 2>/dev/null || true; }
 
-base_hash=$(printf '%s %s %s' "$SUITE" "$MIRROR" "$(sha256sum scripts/images.sh | cut -c1-16)" | sha256sum | cut -c1-16)
-if [ "$(label_of local/debian12:latest)" != "$base_hash" ]; then
+base() { # suite name; sets base_hash
+  local suite=$1 name=$2 rootfs
+  base_hash=$(printf '%s %s %s' "$suite" "$MIRROR" "$VARIANT" | sha256sum | cut -c1-16)
+  if [ "$(label_of "$name")" = "$base_hash" ]; then echo "images: $name up to date"; return; fi
   command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
   rootfs=$(mktemp -d "$STATE/rootfs.XXXXXX")
   trap 'rm -rf "$rootfs"' EXIT
-  echo "images: debootstrap $SUITE from $MIRROR (about a minute)"
-  debootstrap --variant=minbase "$SUITE" "$rootfs" "$MIRROR" >"$STATE/debootstrap.log" 2>&1 \
-    || { tail -n 20 "$STATE/debootstrap.log" >&2; exit 1; }
+  echo "images: debootstrap $suite from $MIRROR (about a minute)"
+  debootstrap --variant="$VARIANT" "$suite" "$rootfs" "$MIRROR" >"$STATE/debootstrap-$suite.log" 2>&1 \
+    || { tail -n 20 "$STATE/debootstrap-$suite.log" >&2; exit 1; }
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   tar -C "$rootfs" -c . | $DOCKER import --change "LABEL workflow-agent.hash=$base_hash" \
-    --change 'CMD ["/bin/bash"]' - local/debian12:latest >/dev/null
+    --change 'CMD ["/bin/bash"]' - "$name" >/dev/null
   rm -rf "$rootfs"; trap - EXIT
-  echo "images: local/debian12:latest built"
-else
-  echo "images: local/debian12:latest up to date"
-fi
+  echo "images: $name built"
+}
 
-build() { # name dir
-  local name=$1 dir=$2 h
+build() { # name dir base-image
+  local name=$1 dir=$2 from=$3 h
   h=$(cat "$dir/Containerfile" | sha256sum | cut -c1-16)
   h=$(printf '%s %s' "$base_hash" "$h" | sha256sum | cut -c1-16)
   if [ "$(label_of "$name")" = "$h" ]; then echo "images: $name up to date"; return; fi
   echo "images: building $name"
-  $DOCKER build -q --label "workflow-agent.hash=$h" -t "$name" -f "$dir/Containerfile" "$dir" >/dev/null
+  $DOCKER build -q --build-arg "BASE_IMAGE=$from" --label "workflow-agent.hash=$h" -t "$name" \
+    -f "$dir/Containerfile" "$dir" >/dev/null
   echo "images: $name built"
 }
-build local/debian12-systemd:latest tests/images/systemd
-build local/debian12-plain:latest tests/images/plain
+
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(bookworm trixie)
+for suite in "${suites[@]}"; do
+  case $suite in
+    bookworm)
+      base bookworm local/debian12:latest
+      build local/debian12-systemd:latest tests/images/systemd local/debian12:latest
+      build local/debian12-plain:latest tests/images/plain local/debian12:latest
+      ;;
+    trixie)
+      base trixie local/debian13:latest
+      build local/debian13-systemd:latest tests/images/systemd local/debian13:latest
+      ;;
+    *) echo "images.sh: unknown suite '$suite' (bookworm, trixie)" >&2; exit 2 ;;
+  esac
+done

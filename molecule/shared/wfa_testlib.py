@@ -46,11 +46,18 @@ class Emulator:
         data = self._ok(self.http.get("/admin/agents", params={"online_within": online_within}))
         return {a["id"]: a for a in data["agents"]}
 
-    def wait_agents(self, expected: set[str], online_within: float = 10) -> dict[str, dict]:
-        """The online agents once they are exactly `expected` (agents that stopped drop out)."""
+    def wait_agents(
+        self, expected: set[str], online_within: float = 10, hostname: str | None = None
+    ) -> dict[str, dict]:
+        """The online agents once they are exactly `expected` (agents that stopped drop out).
+
+        With `hostname`, only that host's agents count: a scenario's hosts share the emulator.
+        """
         deadline = time.monotonic() + DEADLINE
         while True:
             agents = self.agents(online_within)
+            if hostname is not None:
+                agents = {k: v for k, v in agents.items() if k.startswith(f"{hostname}/")}
             if set(agents) == expected or time.monotonic() > deadline:
                 return agents
             time.sleep(1)
@@ -75,15 +82,18 @@ class Emulator:
         """Enqueue rounds of jobs until every agent in `expected` has run one; all must succeed.
 
         Which poller claims a job is up to the pollers, so one round may miss an instance; rounds
-        repeat (within the deadline) rather than relying on timing.
+        repeat (within the deadline) rather than relying on timing. Agents outside `expected`
+        (another host of the scenario) may claim some: those jobs must succeed too, and do not
+        count.
         """
         ran: dict[str, list[dict]] = {}
         deadline = time.monotonic() + DEADLINE
-        while set(ran) < expected and time.monotonic() < deadline:
+        while not expected <= set(ran) and time.monotonic() < deadline:
             ids = [self.create_job(run) for _ in expected]
             for job in self.wait_jobs(ids):
                 assert job["status"] == "succeeded", job
-                ran.setdefault(job["agent"], []).append(job)
+                if job["agent"] in expected:
+                    ran.setdefault(job["agent"], []).append(job)
         return ran
 
 

@@ -1,6 +1,6 @@
 """Enqueue a job every --interval seconds until --stop exists; append each job id to --out.
 
-Started in the background by side_effect.yml before the upgrade, so that jobs are queued and
+Started in the background by prepare.yml before the upgrade, so that jobs are queued and
 running before and during the rolling restart.
 """
 

@@ -87,7 +87,7 @@ def test_healthz_answers_200_on_each_port(host, index, name):
 
 def test_emulator_sees_both_agents_online(host, emulator):
     hostname = host.check_output("hostname")
-    agents = emulator.wait_agents({f"{hostname}/1", f"{hostname}/2"})
+    agents = emulator.wait_agents({f"{hostname}/1", f"{hostname}/2"}, hostname=hostname)
     assert set(agents) == {f"{hostname}/1", f"{hostname}/2"}
     assert {a["version"] for a in agents.values()} == {
         host.check_output("/opt/workflow-agent/current/bin/workflow-agent --version").split()[1]

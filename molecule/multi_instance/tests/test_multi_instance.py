@@ -1,4 +1,4 @@
-"""After [a, b (slots 2), c] became [a, b]: c is stopped and gone, a and b were not touched."""
+"""After [a, b (slots 2), c] became [a, b], twice: c is stopped and gone, a and b untouched."""
 
 import pytest
 from wfa_testlib import CONFIG_DIR, EPHEMERAL, healthz, hosts, instances, journal_tail, show, unit

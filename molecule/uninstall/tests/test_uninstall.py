@@ -1,4 +1,4 @@
-"""After workflow_agent_state=absent (with workflow_agent_remove_user): nothing is left."""
+"""After workflow_agent_state=absent (with workflow_agent_remove_user), twice: nothing is left."""
 
 import pytest
 from wfa_testlib import hosts

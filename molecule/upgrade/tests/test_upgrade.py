@@ -57,7 +57,7 @@ def test_instances_run_b(host, name):
 
 def test_emulator_sees_b_on_every_instance(host, emulator):
     hostname = host.check_output("hostname")
-    agents = emulator.wait_agents({f"{hostname}/{n}" for n in NAMES})
+    agents = emulator.wait_agents({f"{hostname}/{n}" for n in NAMES}, hostname=hostname)
     assert {a["version"] for a in agents.values()} == {version_b(host)}
 
 
