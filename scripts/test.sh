@@ -21,6 +21,7 @@ bash scripts/stage.sh bootstrap -- make --no-print-directory bootstrap || {
 for s in lint sanity units pytest; do run "$s"; done
 make --no-print-directory -o bootstrap galaxy || failed=1
 run molecule
+run bench-smoke  # each benchmark once, smallest size: a broken benchmark shows here
 if wait "$k8s_build"; then
   run k8s
 else
