@@ -73,7 +73,7 @@ PYTEST_SUITES := agent/tests agent/tests/targets/test_contract.py agent/tests/ta
   tests/system/test_agent_executor.py tests/conformance tests/reliability
 pytest: bootstrap
 	bash scripts/stage.sh pytest $(call require,pytest.xml,$(PYTEST_SUITES)) -- '$(ACTIVATE) pytest -q -n 3 --dist loadfile \
-	  --ignore=agent/tests/targets/test_kubernetes.py --deselect agent/tests/targets/test_smp.py::test_same_result_as_kubectl \
+	  --ignore=agent/tests/targets/test_kubernetes.py --deselect agent/tests/targets/test_strategic_merge.py::test_same_result_as_kubectl \
 	  -k "not (test_contract and kubernetes)" --junitxml=$(STATE)/junit/pytest.xml'
 
 galaxy: venv
@@ -93,7 +93,7 @@ molecule: bootstrap galaxy
 	bash scripts/stage.sh molecule $(foreach s,$(or $(SCENARIOS),$(MOLECULE_DOCKER)),--require molecule-$(s).xml) \
 	  -- bash scripts/molecule.sh $(or $(SCENARIOS),$(MOLECULE_DOCKER))
 
-K8S_SUITES := tests/k8s/test_cluster.py agent/tests/targets/test_kubernetes.py agent/tests/targets/test_smp.py
+K8S_SUITES := tests/k8s/test_cluster.py agent/tests/targets/test_kubernetes.py agent/tests/targets/test_strategic_merge.py
 k8s: bootstrap galaxy
 	bash scripts/stage.sh k8s $(call require,k8s.xml,$(K8S_SUITES)) --require k8s-contract.xml --require molecule-kind.xml \
 	  -- bash scripts/k8s-stage.sh

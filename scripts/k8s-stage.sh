@@ -16,10 +16,10 @@ fi
 bash tests/k8s/up.sh || exit 1
 export KUBECONFIG=$K8S/kubeconfig
 rc=0
-# The cluster's own kubectl on PATH: test_smp.py compares its patches with `kubectl patch --local`.
+# The cluster's own kubectl on PATH: test_strategic_merge.py compares its patches with `kubectl patch --local`.
 PATH=$K8S:$PATH pytest -q --junitxml="$STATE/junit/k8s.xml" \
   tests/k8s agent/tests/targets/test_kubernetes.py \
-  agent/tests/targets/test_smp.py::test_same_result_as_kubectl || rc=1
+  agent/tests/targets/test_strategic_merge.py::test_same_result_as_kubectl || rc=1
 pytest -q --junitxml="$STATE/junit/k8s-contract.xml" \
   agent/tests/targets/test_contract.py -k kubernetes || rc=1
 # The kind scenario verifies with Ansible, which writes no JUnit report: record its outcome.

@@ -96,7 +96,7 @@ def test_token_never_in_stderr_ps_or_job_env(emu, make_agent):
     shipped = "\n".join(done["steps"][0]["logs"])
     assert "tok=" in shipped and emu.pool_token not in shipped
     ps = subprocess.run(
-        ["ps", "-o", "args=", "-p", str(agent.proc.pid)], capture_output=True, text=True
+        ["ps", "-ww", "-o", "args=", "-p", str(agent.proc.pid)], capture_output=True, text=True
     )
     assert "workflow-agent" in ps.stdout or "workflow_agent" in ps.stdout
     assert emu.pool_token not in ps.stdout
