@@ -219,6 +219,7 @@ _STR_FIELDS = (
     "shared_volume_directory",
     "oidc_token_file",
     "ca_bundle",
+    "process_job_user",
     "workflow_runners_directory",
     "workflow_runners_embeddable",
 )
@@ -326,6 +327,8 @@ class AgentConfig(BaseModel):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     debug_keep_runner: bool = False
     ca_bundle: str = ""
+    # process target: the unprivileged user steps run as ("" = the agent's own user).
+    process_job_user: str = ""
 
     @field_validator("token", mode="before")
     @classmethod
@@ -489,6 +492,7 @@ EXTENSION_KEYS = (
     "log_level",
     "debug_keep_runner",
     "ca_bundle",
+    "process_job_user",
 )
 ALL_KEYS = tuple(AgentConfig.model_fields)
 REFERENCE_KEYS = tuple(k for k in ALL_KEYS if k not in EXTENSION_KEYS)
