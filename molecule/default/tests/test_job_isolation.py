@@ -67,5 +67,10 @@ def test_a_job_cannot_reach_the_agent_and_its_setsid_daemon_dies(host, emulator,
     while host.run(f"pgrep -f {shlex.quote(pattern(marker))}").rc == 0:
         assert time.monotonic() < deadline, host.check_output("ps -o user,pid,sid,args -C sleep")
         time.sleep(1)
+    # ... and so is the job's directory (work/ emptied by the job user, the rest by the agent).
+    left = "ls -d /var/lib/workflow-agent/*/shared/workflow-agent-job-* 2>/dev/null"
+    while host.run(left).stdout.strip():
+        assert time.monotonic() < deadline, host.run(left).stdout
+        time.sleep(1)
     journal = host.check_output("journalctl --no-pager -o cat -u 'workflow-agent@*'")
     assert "no delegated cgroup" not in journal

@@ -278,10 +278,11 @@ class ProcessTarget(Target):
     # --- bookkeeping -------------------------------------------------------------------------
 
     def _remove(self, jd: _jobdir.JobDir) -> bool:
-        if self._user:  # what is in work/ is the job user's to delete
+        if self._user and jd.work.exists():  # work/'s content is the job user's to delete
             try:
                 self._user.empty(jd.work)
-            except TargetError as exc:
+                jd.work.rmdir()
+            except (TargetError, OSError) as exc:
                 log.warning("could not remove %s: %s", jd.work, exc)
         return _jobdir.remove(jd)
 
