@@ -24,12 +24,14 @@ def attempts(pids: dict[str, str], marker: str) -> str:
             f'e=$( (echo x >> {cfg}) 2>&1) || echo "write config {name}: $e"',
             f'e=$(kill -TERM {pid} 2>&1) || echo "signal agent {name}: $e"',
         ]
-    # A daemon in a session of its own, out of the step's process group; the pattern's [] keep
-    # pgrep from matching the shell that runs this script.
+    # A daemon in a session of its own, out of the step's process group. Neither the daemon's
+    # command line nor pgrep's pattern is spelled out in this script (the step's shell would
+    # match): $m and the pattern's [] keep them apart.
+    whole, frac = marker.split(".")
     lines += [
-        f"setsid sh -c 'exec sleep {marker}' </dev/null >/dev/null 2>&1 &",
+        f'm={whole}; setsid sh -c "exec sleep $m.{frac}" </dev/null >/dev/null 2>&1 &',
         "sleep 1",
-        f'echo "daemon: $(pgrep -u "$(id -u)" -f {shlex.quote(pattern(marker))})"',
+        f'echo "daemon: $(pgrep -u "$(id -u)" -f {shlex.quote(pattern(marker))} | xargs)"',
     ]
     return "\n".join(lines)
 
@@ -57,7 +59,8 @@ def test_a_job_cannot_reach_the_agent_and_its_setsid_daemon_dies(host, emulator,
         line = next(x for x in logs if x.startswith(f"signal agent {name}: "))
         assert "Operation not permitted" in line, line
     assert pool_token not in "\n".join(logs)
-    assert logs[-1].split(": ")[1].isdigit(), logs[-1]  # the daemon was running
+    daemon = logs[-1].removeprefix("daemon:").split()
+    assert len(daemon) == 1 and daemon[0].isdigit(), logs[-1]  # it ran, as the job user
     # Nothing changed: same configs, same agent processes, still running.
     assert {n: host.check_output(f"sha1sum {CONFIG_DIR}/{n}.yaml") for n in NAMES} == sums
     assert {n: show(host, n, "MainPID")["MainPID"] for n in NAMES} == pids
