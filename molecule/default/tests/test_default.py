@@ -41,7 +41,11 @@ def test_unit_is_hardened_and_drains(host, name):
     assert props["ProtectSystem"] == "strict"
     assert props["ProtectHome"] == "yes"
     assert props["PrivateTmp"] == "yes"
-    assert props["ReadWritePaths"] == f"/var/lib/workflow-agent/{name}"
+    # The instance's directory and (process target) the job user's home.
+    assert set(props["ReadWritePaths"].split()) == {
+        f"/var/lib/workflow-agent/{name}",
+        "/var/lib/workflow-agent/job-home",
+    }
     assert props["Restart"] == "always"
     assert props["KillMode"] == "mixed"
     assert props["KillSignal"] == "15"
@@ -58,10 +62,9 @@ def test_agent_user_cannot_log_in(host):
 
 
 @pytest.mark.parametrize("name", ["1", "2"])
-def test_config_is_private_to_the_agent_user(host, name):
+def test_config_is_roots_and_readable_by_the_agent_group_only(host, name):
     cfg = host.file(f"{CONFIG_DIR}/{name}.yaml")
-    assert cfg.user == "workflow-agent"
-    assert cfg.mode == 0o600
+    assert (cfg.user, cfg.group, cfg.mode) == ("root", "workflow-agent", 0o640)
     assert host.file(CONFIG_DIR).mode == 0o750
 
 
@@ -100,8 +103,8 @@ def test_a_job_runs_on_each_instance(host, emulator):
     ran = emulator.run_on_each(expected)
     assert set(ran) == expected
     for jobs in ran.values():
-        # process target: the job ran as the agent's unprivileged user
-        assert jobs[0]["steps"][0]["logs"] == ["ran as workflow-agent"]
+        # process target: the job ran as the job user, not as the agent's
+        assert jobs[0]["steps"][0]["logs"] == ["ran as workflow-agent-job"]
 
 
 def test_proxy_and_ca_bundle_reach_the_agents(host):
@@ -117,6 +120,7 @@ def test_proxy_and_ca_bundle_reach_the_agents(host):
     )
     assert env["HTTPS_PROXY"] == env["https_proxy"] == "http://proxy.invalid:3128"
     assert env["NO_PROXY"] == "localhost,127.0.0.1"
-    # The environment file holding them is root's alone (proxy URLs may carry credentials).
+    # The environment file holding them is root's, readable by the agent's group only (proxy
+    # URLs may carry credentials).
     envfile = host.file(f"{CONFIG_DIR}/environment")
-    assert envfile.user == "root" and envfile.mode == 0o600
+    assert (envfile.user, envfile.group, envfile.mode) == ("root", "workflow-agent", 0o640)

@@ -150,6 +150,8 @@ class AgentConfig(BaseModel):
     log_level: OneOf(("debug", "info", "warning", "error"), "a log level") = "info"
     debug_keep_runner: Flag = False
     ca_bundle: Text = ""
+    # process target: the unprivileged user steps run as ("" = the agent's own user).
+    process_job_user: Text = ""
 
     @model_validator(mode="after")
     def _credentials(self) -> "AgentConfig":
@@ -185,6 +187,7 @@ EXTENSION_KEYS = (
     "log_level",
     "debug_keep_runner",
     "ca_bundle",
+    "process_job_user",
 )
 ALL_KEYS = tuple(AgentConfig.model_fields)
 REFERENCE_KEYS = tuple(k for k in ALL_KEYS if k not in EXTENSION_KEYS)

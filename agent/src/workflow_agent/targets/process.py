@@ -2,11 +2,13 @@
 
 For hosts without Docker or Kubernetes (macOS runners, small VMs).
 
-**No isolation beyond the agent's own user.** A job runs with the agent's uid and gid, sees the
-host's filesystem, network and processes, and can read anything the agent's user can read (the
-agent's config file with the pool token included, unless the file is owned by another user).
-Use it only for trusted workloads, on hosts dedicated to the agent, with the agent running as an
-unprivileged user. What it does give you:
+**Isolation: a separate job user, or none.** With `process_job_user` set (the collection's
+role sets it), steps run as that unprivileged user and, under systemd, in a cgroup per job
+(`_isolate.py`): a job cannot read the agent's config or its /proc files, nor signal it. Without
+it, a job runs with the agent's uid and gid and can read anything the agent's user can read (the
+config file with the pool token included, unless another user owns it). Either way a job sees
+the host's filesystem (read-only under the role's unit), network and processes: use it for
+trusted workloads, on hosts dedicated to the agent. What it does give you:
 
 - Each job gets a fresh directory `<shared_volume_directory or OS temp>/workflow-agent-job-*/work`
   (mode 0700). Steps run there (or in their `workingDir`, relative to it), one after another,
@@ -22,7 +24,7 @@ unprivileged user. What it does give you:
 - Every step starts its own session and process group. Timeout and cancel send SIGTERM to the
   whole group, wait the grace period, then send SIGKILL. Whatever a step left running in its
   group is killed the same way when the job ends. A program that starts its own session
-  (`setsid`, daemons) leaves the group and escapes this: there is no cgroup here.
+  (`setsid`, daemons) leaves the group: only the job's cgroup, where there is one, catches it.
 - The process groups are recorded in the job's `owner.json`, so an agent restarted after a crash
   kills what its previous run left (checked against the process start time, so a recycled pid
   is never signalled) and deletes the directories (`cleanup_orphans`).
@@ -40,9 +42,10 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workflow_agent.targets import _jobdir, _procs
+from workflow_agent.targets import _isolate, _jobdir, _procs
 from workflow_agent.targets._lines import LineSplitter
 from workflow_agent.targets.base import (
     OIDC_TOKEN_ENV,
@@ -73,6 +76,7 @@ _TICK = 0.1
 class _Job:
     jobdir: _jobdir.JobDir
     groups: list[dict] = field(default_factory=list)
+    cgroup: Path | None = None
 
 
 class _ProcessStep(StepRun):
@@ -166,15 +170,22 @@ class ProcessTarget(BaseTarget):
         self._grace = grace
         self._jobs: dict[str, _Job] = {}
         self._lock = threading.Lock()
+        job_user = cfg.process_job_user
+        self._user = _isolate.JobUser(job_user) if job_user else None
+        self._cgroups = _isolate.JobCgroups() if sys.platform.startswith("linux") else None
 
     # --- lifecycle -------------------------------------------------------------------------
 
     def prepare(self, job: JobSpec) -> None:
         jd = _jobdir.create(self._base, self._instance, job)
-        jd.write_owner({**jd.owner(), "boot_id": _procs.boot_id(), "groups": []})
+        cgroup = self._cgroups.create(jd.root.name) if self._cgroups else None
+        owner = {"boot_id": _procs.boot_id(), "groups": [], "cgroup": str(cgroup or "")}
+        jd.write_owner({**jd.owner(), **owner})
         with self._lock:
-            self._jobs[job.job_id] = _Job(jd)
-        if job.oidc_token:
+            self._jobs[job.job_id] = _Job(jd, cgroup=cgroup)
+        if self._user:
+            self._user.make_work(jd.root, jd.work, jd.oidc_token, job.oidc_token)
+        elif job.oidc_token:
             try:
                 _jobdir.write_private(jd.oidc_token, job.oidc_token)
             except OSError as exc:
@@ -199,13 +210,22 @@ class ProcessTarget(BaseTarget):
     def _start_step(self, state: _Job, job: JobSpec, step: Step, on_line) -> StepRun | StepOutcome:
         work = state.jobdir.work
         cwd = work / step.workdir  # an absolute workdir replaces `work`
-        if not cwd.is_dir():
+        try:
+            missing = not cwd.is_dir()
+        except PermissionError:  # inside the job user's work/: `env --chdir` checks it
+            missing = False
+        if missing:
             return StepOutcome(None, "error", f"working directory {step.workdir} does not exist")
         shell = job.shell_or_default
+        argv = [shell, "-c", step.run]
+        if self._user:  # the agent may not enter work/: the step changes directory itself
+            argv = [*self._user.prefix, self._user.env, f"--chdir={cwd}", *argv]
+        if self._cgroups:
+            argv = self._cgroups.wrap(state.cgroup, argv)
         try:
             proc = subprocess.Popen(
-                [shell, "-c", step.run],
-                cwd=cwd,
+                argv,
+                cwd=None if self._user else cwd,
                 env=self.environment(job, work),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -227,7 +247,9 @@ class ProcessTarget(BaseTarget):
                 if _procs.group_alive(group["pgid"]):
                     log.info("job %s: stopping leftover process group %s", job.job_id, group)
                     _procs.terminate_group(group["pgid"], self._grace)
-            _jobdir.remove(state.jobdir)
+            if state.cgroup:  # what left the process groups (setsid) ends here
+                _isolate.JobCgroups.kill(state.cgroup)
+            self._remove(state.jobdir)
         except Exception:  # cleanup never raises: the agent must move on to the next job
             log.exception("job %s: cleanup failed", job.job_id)
 
@@ -244,12 +266,23 @@ class ProcessTarget(BaseTarget):
                 if _is_ours(group):
                     log.info("orphan job %s: stopping process group %s", owner.get("job_id"), group)
                     _procs.terminate_group(group["pgid"], self._grace)
-            if _jobdir.remove(jd):
+            if owner.get("cgroup"):
+                _isolate.JobCgroups.kill(Path(owner["cgroup"]))
+            if self._remove(jd):
                 count += 1
                 log.info("removed orphaned job directory %s", jd.root)
         return count
 
     # --- bookkeeping -------------------------------------------------------------------------
+
+    def _remove(self, jd: _jobdir.JobDir) -> bool:
+        if self._user and jd.work.exists():  # work/'s content is the job user's to delete
+            try:
+                self._user.empty(jd.work)
+                jd.work.rmdir()
+            except (TargetError, OSError) as exc:
+                log.warning("could not remove %s: %s", jd.work, exc)
+        return _jobdir.remove(jd)
 
     def _record_group(self, state: _Job, pgid: int) -> None:
         state.groups.append({"pgid": pgid, "start": _procs.start_signature(pgid)})
