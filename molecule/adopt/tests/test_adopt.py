@@ -1,6 +1,5 @@
 """After adopting a busy upstream install: its job finished, one agent polls, its files stay."""
 
-import datetime
 import json
 import re
 
@@ -13,20 +12,18 @@ UPSTREAM = "workflow_agent.service"
 UPSTREAM_DIR = "/root/.pulumi/bin/customer-managed-workflow-agent"
 
 
-def when(value: str) -> float:
-    """A `systemctl show --timestamp=us+utc` time as unix seconds."""
-    return (
-        datetime.datetime.strptime(value, "%a %Y-%m-%d %H:%M:%S.%f UTC")
-        .replace(tzinfo=datetime.timezone.utc)
-        .timestamp()
-    )
-
-
 @pytest.fixture(scope="module")
 def upstream_stop(host) -> float:
-    """When upstream's unit began to stop."""
-    out = host.check_output(f"systemctl show --timestamp=us+utc -p ActiveExitTimestamp {UPSTREAM}")
-    return when(out.split("=", 1)[1])
+    """When systemd began to stop upstream's unit (from the journal: once stopped and disabled,
+    systemd unloads the unit and its timestamps with it)."""
+    out = host.check_output(f"journalctl -o json --no-pager UNIT={UPSTREAM}")
+    stops = [
+        int(entry["__REALTIME_TIMESTAMP"]) / 1e6
+        for entry in map(json.loads, out.splitlines())
+        if str(entry.get("MESSAGE", "")).startswith("Stopping")
+    ]
+    assert len(stops) == 1, out
+    return stops[0]
 
 
 @pytest.fixture(scope="module")
