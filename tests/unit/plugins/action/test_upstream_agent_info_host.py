@@ -1,5 +1,6 @@
 """upstream_agent_info module (host side) on a stand-in systemd tree, then through the action's
-choice and validation: what the role gets from a host with upstream's AMI layout."""
+choice and validation: what the role gets from a host with upstream's AMI layout. (With the action
+tests: module tests run where controller code such as the action cannot be imported.)"""
 
 from __future__ import annotations
 
@@ -14,9 +15,7 @@ from ansible_collections.selfhosted.workflow_agent.plugins.modules import upstre
 TOKEN = "pul-0123456789abcdef0123456789abcdef01234567"
 
 
-def run_module(monkeypatch, args):
-    from ansible.module_utils.testing import patch_module_args
-
+def run_module(monkeypatch, module_args, args):
     captured = {}
 
     def leave(self, **result):
@@ -36,7 +35,7 @@ def run_module(monkeypatch, args):
     monkeypatch.setattr(mod, "exit_json", leave)
     monkeypatch.setattr(mod, "fail_json", fail)
     monkeypatch.setattr(mod, "run_command", run_command)
-    with patch_module_args(args), pytest.raises(SystemExit):
+    with module_args(args), pytest.raises(SystemExit):
         upstream_agent_info.main()
     return captured
 
@@ -65,8 +64,8 @@ def host(tmp_path, monkeypatch):
     return {"etc": etc, "bindir": bindir}
 
 
-def test_finds_the_ami_install_and_its_config(monkeypatch, host):
-    result = run_module(monkeypatch, {"exclude": ["http_server_port"]})
+def test_finds_the_ami_install_and_its_config(monkeypatch, module_args, host):
+    result = run_module(monkeypatch, module_args, {"exclude": ["http_server_port"]})
     assert result["changed"] is False
     (found,) = result["installs"]
     assert found["unit_path"] == str(host["etc"] / "workflow_agent.service")
@@ -81,15 +80,15 @@ def test_finds_the_ami_install_and_its_config(monkeypatch, host):
     assert report["settings"] == {"token": "***", "log_level": "debug"}
 
 
-def test_an_unreadable_unit_fails_with_its_path(monkeypatch, host):
+def test_an_unreadable_unit_fails_with_its_path(monkeypatch, module_args, host):
     (host["etc"] / "bad.service").write_text(
         "[Service]\nExecStart=/x/customer-managed-workflow-agent 'run\n"
     )
-    result = run_module(monkeypatch, {})
+    result = run_module(monkeypatch, module_args, {})
     assert result["failed"] is True
     assert result["msg"].startswith(str(host["etc"] / "bad.service") + ": ExecStart=")
 
 
-def test_nothing_found_on_a_host_without_units(monkeypatch, tmp_path):
+def test_nothing_found_on_a_host_without_units(monkeypatch, module_args, tmp_path):
     monkeypatch.setattr(upstream_agent_info, "UNIT_DIRS", (str(tmp_path / "none"),))
-    assert run_module(monkeypatch, {})["installs"] == []
+    assert run_module(monkeypatch, module_args, {})["installs"] == []

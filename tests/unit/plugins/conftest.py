@@ -1,6 +1,6 @@
-"""The module tests run a module's main() with given arguments on every ansible-core that
-meta/runtime.yml claims: patch_module_args is new in 2.19; before it, modules read
-basic._ANSIBLE_ARGS."""
+"""Module tests (in modules/ and action/) run a module's main() with given arguments on every
+ansible-core that meta/runtime.yml claims: patch_module_args is new in 2.19; before it, modules
+read basic._ANSIBLE_ARGS."""
 
 from __future__ import annotations
 
