@@ -1,6 +1,5 @@
 """upstream_agent_info module (host side) on a stand-in systemd tree, then through the action's
-choice and validation: what the role gets from a host with upstream's AMI layout. (With the action
-tests: module tests run where controller code such as the action cannot be imported.)"""
+choice and validation (here, not under modules/: the modules context has no ansible.errors)."""
 
 from __future__ import annotations
 
