@@ -13,8 +13,16 @@ cd "$(dirname "$0")/.."
 DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker)}
 STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
 mkdir -p "$STATE"
-MIRROR=${DEBIAN_MIRROR:-$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+# The Debian mirror is the machine's own (its apt sources, deb822 or one-line form), never a host
+# name written here: DEBIAN_MIRROR overrides it.
+apt_mirror() {
+  { awk '/^URIs:/{print $2}' /etc/apt/sources.list.d/*.sources 2>/dev/null
+    awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}' \
+      /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
+  } | grep -v -e '-security' -e '-updates' | head -n 1
+}
+MIRROR=${DEBIAN_MIRROR:-$(apt_mirror)}
+[ -n "$MIRROR" ] || { echo "images: no Debian mirror in /etc/apt/sources.list{,.d}; set DEBIAN_MIRROR=<url>" >&2; exit 2; }
 # The base image's inputs, hashed into its label (not the whole script: editing the script must
 # not rebuild every image).
 VARIANT=minbase
