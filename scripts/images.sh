@@ -15,11 +15,11 @@ STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
 mkdir -p "$STATE"
 # The Debian mirror is the machine's own (its apt sources, deb822 or one-line form), never a host
 # name written here: DEBIAN_MIRROR overrides it.
-apt_mirror() {
-  { awk '/^URIs:/{print $2}' /etc/apt/sources.list.d/*.sources 2>/dev/null
+apt_mirror() { # (a missing sources file is no error: set -e and pipefail must not end the script)
+  { awk '/^URIs:/{print $2}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true
     awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}' \
-      /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
-  } | grep -v -e '-security' -e '-updates' | head -n 1
+      /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true
+  } | { grep -v -e '-security' -e '-updates' || true; } | head -n 1
 }
 MIRROR=${DEBIAN_MIRROR:-$(apt_mirror)}
 [ -n "$MIRROR" ] || { echo "images: no Debian mirror in /etc/apt/sources.list{,.d}; set DEBIAN_MIRROR=<url>" >&2; exit 2; }
