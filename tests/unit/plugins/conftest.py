@@ -25,3 +25,28 @@ def module_args(monkeypatch):
             yield
 
     return patch_module_args
+
+
+@pytest.fixture
+def run_main(monkeypatch, module_args):
+    """`run_main(module, args)`: the module's main() with args; its exit_json or fail_json
+    result (fail_json's with failed=True and msg)."""
+
+    def run(module, args):
+        captured = {}
+
+        def leave(self, **result):
+            captured.update(result)
+            raise SystemExit(0)
+
+        def fail(self, msg, **result):
+            captured.update(result, msg=msg, failed=True)
+            raise SystemExit(1)
+
+        monkeypatch.setattr(module.AnsibleModule, "exit_json", leave)
+        monkeypatch.setattr(module.AnsibleModule, "fail_json", fail)
+        with module_args(args), pytest.raises(SystemExit):
+            module.main()
+        return captured
+
+    return run

@@ -14,29 +14,14 @@ from ansible_collections.selfhosted.workflow_agent.plugins.modules import upstre
 TOKEN = "pul-0123456789abcdef0123456789abcdef01234567"
 
 
-def run_module(monkeypatch, module_args, args):
-    captured = {}
-
-    def leave(self, **result):
-        captured.update(result)
-        raise SystemExit(0)
-
-    def fail(self, msg, **result):
-        captured.update(result, msg=msg, failed=True)
-        raise SystemExit(1)
-
+def run_module(monkeypatch, run_main, args):
     def run_command(self, argv, **_kw):
         assert argv[:2] == ["systemctl", "show"]
         active = "active" if argv[-1] == "workflow_agent.service" else "inactive"
         return 0, f"ActiveState={active}\nUnitFileState=enabled\n", ""
 
-    mod = upstream_agent_info.AnsibleModule
-    monkeypatch.setattr(mod, "exit_json", leave)
-    monkeypatch.setattr(mod, "fail_json", fail)
-    monkeypatch.setattr(mod, "run_command", run_command)
-    with module_args(args), pytest.raises(SystemExit):
-        upstream_agent_info.main()
-    return captured
+    monkeypatch.setattr(upstream_agent_info.AnsibleModule, "run_command", run_command)
+    return run_main(upstream_agent_info, args)
 
 
 @pytest.fixture
@@ -63,8 +48,8 @@ def host(tmp_path, monkeypatch):
     return {"etc": etc, "bindir": bindir}
 
 
-def test_finds_the_ami_install_and_its_config(monkeypatch, module_args, host):
-    result = run_module(monkeypatch, module_args, {"exclude": ["http_server_port"]})
+def test_finds_the_ami_install_and_its_config(monkeypatch, run_main, host):
+    result = run_module(monkeypatch, run_main, {"exclude": ["http_server_port"]})
     assert result["changed"] is False
     (found,) = result["installs"]
     assert found["unit_path"] == str(host["etc"] / "workflow_agent.service")
@@ -79,15 +64,15 @@ def test_finds_the_ami_install_and_its_config(monkeypatch, module_args, host):
     assert report["settings"] == {"token": "***", "log_level": "debug"}
 
 
-def test_an_unreadable_unit_fails_with_its_path(monkeypatch, module_args, host):
+def test_an_unreadable_unit_fails_with_its_path(monkeypatch, run_main, host):
     (host["etc"] / "bad.service").write_text(
         "[Service]\nExecStart=/x/customer-managed-workflow-agent 'run\n"
     )
-    result = run_module(monkeypatch, module_args, {})
+    result = run_module(monkeypatch, run_main, {})
     assert result["failed"] is True
     assert result["msg"].startswith(str(host["etc"] / "bad.service") + ": ExecStart=")
 
 
-def test_nothing_found_on_a_host_without_units(monkeypatch, module_args, tmp_path):
+def test_nothing_found_on_a_host_without_units(monkeypatch, run_main, tmp_path):
     monkeypatch.setattr(upstream_agent_info, "UNIT_DIRS", (str(tmp_path / "none"),))
-    assert run_module(monkeypatch, module_args, {})["installs"] == []
+    assert run_module(monkeypatch, run_main, {})["installs"] == []

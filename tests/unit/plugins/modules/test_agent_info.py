@@ -224,36 +224,22 @@ def test_retries_stop_at_the_limit(fake):
 # --- the module ---------------------------------------------------------------------------
 
 
-def run_module(monkeypatch, module_args, args):
-    captured = {}
-
-    def leave(self, **result):
-        captured.update(result)
-        raise SystemExit(0)
-
-    def fail(self, msg, **result):
-        captured.update(result, msg=msg, failed=True)
-        raise SystemExit(1)
-
-    monkeypatch.setattr(agent_info.AnsibleModule, "exit_json", leave)
-    monkeypatch.setattr(agent_info.AnsibleModule, "fail_json", fail)
-    with module_args(args), pytest.raises(SystemExit):
-        agent_info.main()
-    return captured
+def run_module(monkeypatch, run_main, args):
+    return run_main(agent_info, args)
 
 
-def test_module_result_totals_and_dedup(monkeypatch, fake, agent_metrics_text, module_args):
+def test_module_result_totals_and_dedup(monkeypatch, fake, agent_metrics_text, run_main):
     fake({URL + "/healthz": health(), URL + "/metrics": Response(200, agent_metrics_text.encode())})
-    result = run_module(monkeypatch, module_args, {"url": [URL + "/", URL]})
+    result = run_module(monkeypatch, run_main, {"url": [URL + "/", URL]})
     assert result["changed"] is False and result["healthy"] is True
     assert len(result["instances"]) == 1
     assert (result["slots"], result["busy_slots"]) == (3, 3)
 
 
-def test_module_gate_fails_naming_instances(monkeypatch, fake, module_args):
+def test_module_gate_fails_naming_instances(monkeypatch, fake, run_main):
     fake({URL + "/healthz": health("unhealthy", 503), URL + "/metrics": Response(200, b"")})
     result = run_module(
-        monkeypatch, module_args, {"url": [URL], "require_healthy": True, "metrics": False}
+        monkeypatch, run_main, {"url": [URL], "require_healthy": True, "metrics": False}
     )
     assert result["failed"] is True
     assert result["msg"] == (
@@ -262,7 +248,7 @@ def test_module_gate_fails_naming_instances(monkeypatch, fake, module_args):
     assert result["unhealthy"] == [URL]
 
 
-def test_module_rejects_a_non_url(monkeypatch, fake, module_args):
+def test_module_rejects_a_non_url(monkeypatch, fake, run_main):
     fake({})
-    result = run_module(monkeypatch, module_args, {"url": ["127.0.0.1:8080"]})
+    result = run_module(monkeypatch, run_main, {"url": ["127.0.0.1:8080"]})
     assert result["msg"] == "url: '127.0.0.1:8080' is not an http(s) URL"

@@ -273,47 +273,33 @@ def test_wait_times_out_naming_who_is_online():
 # --- the module -----------------------------------------------------------------------------
 
 
-def run_module(monkeypatch, module_args, args, service):
-    captured = {}
-
-    def leave(self, **result):
-        captured.update(result)
-        raise SystemExit(0)
-
-    def fail(self, msg, **result):
-        captured.update(result, msg=msg, failed=True)
-        raise SystemExit(1)
-
+def run_module(monkeypatch, run_main, args, service):
     monkeypatch.setattr(agent_pool, "request", service)
-    monkeypatch.setattr(agent_pool.AnsibleModule, "exit_json", leave)
-    monkeypatch.setattr(agent_pool.AnsibleModule, "fail_json", fail)
-    with module_args(args), pytest.raises(SystemExit):
-        agent_pool.main()
-    return captured
+    return run_main(agent_pool, args)
 
 
-def test_module_takes_the_access_token_from_the_environment(monkeypatch, module_args):
+def test_module_takes_the_access_token_from_the_environment(monkeypatch, run_main):
     service = FakeService()
     monkeypatch.setenv("PULUMI_ACCESS_TOKEN", ACCESS)
     monkeypatch.setenv("PULUMI_BACKEND_URL", "https://api.example")
     result = run_module(
-        monkeypatch, module_args, {"organization": "acme corp", "name": "builders"}, service
+        monkeypatch, run_main, {"organization": "acme corp", "name": "builders"}, service
     )
     assert result["created"] is True
     assert service.requests[0][3]["Authorization"] == "token " + ACCESS
 
 
-def test_module_argument_errors(monkeypatch, module_args):
+def test_module_argument_errors(monkeypatch, run_main):
     service = FakeService()
     base = {"access_token": ACCESS, "organization": "o", "service_url": "https://api.example"}
-    result = run_module(monkeypatch, module_args, {**base, "name": " "}, service)
+    result = run_module(monkeypatch, run_main, {**base, "name": " "}, service)
     assert result["msg"] == "name must not be empty"
     result = run_module(
-        monkeypatch, module_args, {**base, "name": "n", "wait_for_online": -1}, service
+        monkeypatch, run_main, {**base, "name": "n", "wait_for_online": -1}, service
     )
     assert "must not be negative" in result["msg"]
     result = run_module(
-        monkeypatch, module_args, {**base, "name": "n", "service_url": "api.example"}, service
+        monkeypatch, run_main, {**base, "name": "n", "service_url": "api.example"}, service
     )
     assert result["msg"] == "service_url: 'api.example' is not an http(s) URL"
     assert service.requests == []
