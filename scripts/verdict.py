@@ -27,6 +27,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
 
+MAX_FAILED = 10  # failed cases named per suite
 USAGE = "usage: verdict.py clear|check JUNIT_DIR SUITE... | record REPORT NAME -- COMMAND..."
 
 
@@ -35,13 +36,17 @@ class Case:
     test_id: str  # dotted, as JUnit's classname: agent.tests.test_cli.TestX
     name: str
     outcome: str  # passed | failed | skipped
-    reason: str = ""
+    reason: str = ""  # a skip's reason, a failure's message
 
 
 def outcome(case: ET.Element) -> tuple[str, str]:
-    """A <testcase>'s outcome, and a skip's reason (the one classification of junit_total.py)."""
-    if case.find("failure") is not None or case.find("error") is not None:
-        return "failed", ""
+    """A <testcase>'s outcome, and a skip's reason or a failure's message (the one
+    classification of junit_total.py)."""
+    for tag in ("failure", "error"):
+        failed = case.find(tag)
+        if failed is not None:
+            text = failed.get("message") or (failed.text or "").strip() or f"{tag}, no message"
+            return "failed", " ".join(text.split())
     skipped = case.find("skipped")
     if skipped is not None:
         reason = skipped.get("message") or (skipped.text or "").strip() or "no reason given"
@@ -100,6 +105,12 @@ def check(junit_dir: pathlib.Path, specs: list[str]) -> int:
         if verdict == "FAIL":
             rc = 1
         print(f"  suite {spec}: {verdict}: {why}")
+        # Which cases failed, and why: CI shows the summary, not always the log.
+        failed = [c for c in cases if c.outcome == "failed"]
+        for c in failed[:MAX_FAILED]:
+            print(f"  failed {c.test_id}::{c.name}: {c.reason[:200]}")
+        if len(failed) > MAX_FAILED:
+            print(f"  failed: {len(failed) - MAX_FAILED} more, in the stage's log")
         for f in files:
             if f not in seen:
                 seen.add(f)

@@ -97,6 +97,18 @@ def test_skips_that_remain_are_listed_with_their_reasons(tmp_path):
     assert "  skipped 1 in beta.test_b (test_gpu): needs a GPU" in summary.splitlines(), summary
 
 
+def test_failed_cases_are_named_with_their_message(tmp_path):
+    failing = PASSING + "\ndef test_bad():\n    assert 'disk' == 'full'\n"
+    rc, out, summary = stage(tmp_path, {"alpha/test_a.py": PASSING, "beta/test_b.py": failing})
+    assert rc == 1, out
+    lines = summary.splitlines()
+    assert "  suite run.xml::beta/test_b.py: FAIL: 2 passed, 1 failed" in lines, summary
+    failed = [x for x in lines if x.startswith("  failed ")]
+    assert len(failed) == 1, summary
+    expected = "  failed beta.test_b::test_bad: AssertionError: assert 'disk' == 'full'"
+    assert failed[0].startswith(expected), summary
+
+
 def test_a_report_of_an_earlier_run_does_not_count(tmp_path):
     rc, _, _ = stage(tmp_path, {"alpha/test_a.py": PASSING, "beta/test_b.py": PASSING})
     assert rc == 0
