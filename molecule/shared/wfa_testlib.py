@@ -96,6 +96,21 @@ class Emulator:
                     ran.setdefault(job["agent"], []).append(job)
         return ran
 
+    def run_on_host(self, hostname: str, run: str) -> dict:
+        """Run `run` as one job on an agent of `hostname`, and return that job.
+
+        The scenario's hosts share the emulator's pool, so any host's agent may claim a job.
+        The script runs only where `hostname` is `hostname`; a job another host claimed
+        does nothing there, and another is enqueued (within the deadline).
+        """
+        guarded = f'[ "$(hostname)" = {shlex.quote(hostname)} ] || exit 0\n{run}'
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            job = self.wait_jobs([self.create_job(guarded)])[0]
+            if job["agent"].startswith(f"{hostname}/"):
+                return job
+            assert time.monotonic() < deadline, f"no agent of {hostname} claimed a job"
+
 
 @pytest.fixture(scope="session")
 def emulator() -> Emulator:

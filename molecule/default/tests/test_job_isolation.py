@@ -44,7 +44,7 @@ def test_a_job_cannot_reach_the_agent_and_its_setsid_daemon_dies(host, emulator,
     pids = {n: show(host, n, "MainPID")["MainPID"] for n in NAMES}
     sums = {n: host.check_output(f"sha1sum {CONFIG_DIR}/{n}.yaml") for n in NAMES}
     marker = "4242.16"  # a sleep only this job starts
-    job = emulator.wait_jobs([emulator.create_job(attempts(pids, marker))])[0]
+    job = emulator.run_on_host(host.check_output("hostname"), attempts(pids, marker))
     logs = job["steps"][0]["logs"]
     print("\n".join(logs))  # the failures, for the record
 
