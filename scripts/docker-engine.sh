@@ -30,8 +30,15 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 echo "docker-engine: starting dockerd (log: $STATE/dockerd.log)"
-# setsid: the daemon must outlive the make or CI step that started it.
-setsid nohup /usr/sbin/dockerd >"$STATE/dockerd.log" 2>&1 </dev/null &
+# setsid: the daemon must outlive the make or CI step that started it. It keeps none of the
+# caller's other descriptors either: a daemon holding a `flock` lock or a CI log pipe holds it
+# for as long as it runs.
+(
+  for fd in "/proc/$BASHPID/fd"/*; do
+    fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+  done
+  exec setsid nohup /usr/sbin/dockerd >"$STATE/dockerd.log" 2>&1 </dev/null
+) &
 echo $! >"$STATE/dockerd.pid"
 for _ in $(seq 1 120); do
   engine_ok && { echo "docker-engine: ready"; exit 0; }
