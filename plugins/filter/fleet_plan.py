@@ -16,8 +16,9 @@ description:
     P(selfhosted.workflow_agent.pool_plan#filter) planner, as the C(plan) playbook (and so
     C(rollout) and C(scale)) does.
   - A host's weight is its C(workflow_agent_weight), else
-    C(max(1, min(cpus, memory_mb // workflow_agent_weight_memory_mb))) from the facts of the
-    C(agent) role's C(platform) entry point (C(workflow_agent_weight_memory_mb) default 2048).
+    C(max(1, min(cpus, memory_mb // workflow_agent_weight_memory_mb))) from the
+    C(workflow_agent_facts.platform) that the C(agent) role's C(platform) entry point publishes
+    (C(workflow_agent_weight_memory_mb) default 2048).
     C(workflow_agent_min_instances) and C(workflow_agent_max_instances) bound its instances.
   - A host with N instances names them C(1) .. C(N), so scaling down removes the highest.
 positional: _input, hostvars
@@ -98,7 +99,8 @@ def _host(name, hv):
     host = {"name": name}
     weight = _get(hv, "workflow_agent_weight")
     if weight is None:
-        facts = _get(hv, "_workflow_agent_platform", {})  # the agent role's platform look
+        # The agent role's platform entry point publishes it (roles/agent/README.md).
+        facts = _get(hv, "workflow_agent_facts", {}).get("platform") or {}
         weight = capacity(
             facts.get("cpus"),
             facts.get("memory_mb"),

@@ -16,16 +16,16 @@ def test_registered_under_its_name():
 
 HOSTVARS = {
     # weight from the platform facts: min(4 CPUs, 16384 // 2048 = 8) = 4
-    "b": {"_workflow_agent_platform": {"cpus": 4, "memory_mb": 16384}},
+    "b": {"workflow_agent_facts": {"platform": {"cpus": 4, "memory_mb": 16384}}},
     # an explicit weight wins; bounds are passed on
     "a": {
         "workflow_agent_weight": 2,
         "workflow_agent_max_instances": 1,
-        "_workflow_agent_platform": {},
+        "workflow_agent_facts": {},
     },
     # memory per unit from the host: 16384 // 8192 = 2
     "c": {
-        "_workflow_agent_platform": {"cpus": 8, "memory_mb": 16384},
+        "workflow_agent_facts": {"platform": {"cpus": 8, "memory_mb": 16384}},
         "workflow_agent_weight_memory_mb": 8192,
         "workflow_agent_min_instances": None,
     },

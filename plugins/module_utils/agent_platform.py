@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: selfhosted.workflow_agent contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The agent role's look at a platform: the KEY=value lines of its one raw command, read.
+
+The command (``_workflow_agent_platform_script`` in the role's vars) prints ``SYSTEM`` (uname),
+os-release's ``ID``, ``ID_LIKE``, ``VERSION_ID`` and ``NAME`` as ``OS_*`` (or macOS's version),
+``SERVICE_MGR`` (systemd when it is PID 1's manager, launchd on macOS), ``CPUS`` and
+``MEMORY_MB``. A pure function with no Ansible imports; the ``agent_platform`` filter is its face.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import re
+
+__metaclass__ = type
+
+_LINE = re.compile(r"^([A-Z_]+)=(.*)$")
+SUPPORTED = (
+    "Debian 12/13, Ubuntu 22.04/24.04 and RHEL-family 9 (with systemd), "
+    "and macOS 13 or later (launchd)"
+)
+
+
+def _unquote(value):
+    for quote in ('"', "'"):
+        if len(value) >= 2 and value[0] == quote and value[-1] == quote:
+            return value[1:-1]
+    return value
+
+
+def _whole(value, default):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _supported(p):
+    if p["os_family"] == "Debian" and p["service_mgr"] == "systemd":
+        return (p["id"] == "debian" and p["major_version"] in ("12", "13")) or (
+            p["id"] == "ubuntu" and p["version"] in ("22.04", "24.04")
+        )
+    if p["os_family"] == "RedHat" and p["service_mgr"] == "systemd":
+        return p["major_version"] == "9"
+    if p["os_family"] == "Darwin":
+        return _whole(p["major_version"], 0) >= 13
+    return False
+
+
+def parse_platform(lines):
+    """The platform of a host from its lines: ``os_family``, ``distribution``, ``id``,
+    ``version``, ``major_version``, ``service_mgr``, ``cpus``, ``memory_mb``, ``supported`` (one
+    of the platforms the role supports, ``SUPPORTED``) and ``problem`` (why not, or "")."""
+    kv = {}
+    for line in lines:
+        found = _LINE.match(line.strip())
+        if found:
+            kv[found.group(1)] = _unquote(found.group(2))
+    system = kv.get("SYSTEM", "")
+    os_id = kv.get("OS_ID", "").lower()
+    like = kv.get("OS_ID_LIKE", "").lower().split()
+    if system == "Darwin":
+        family = "Darwin"
+    elif os_id in ("debian", "ubuntu") or "debian" in like or "ubuntu" in like:
+        family = "Debian"
+    elif os_id in ("rhel", "centos", "fedora") or set(like) & {"rhel", "centos", "fedora"}:
+        family = "RedHat"
+    else:
+        family = system or "unknown"
+    version = kv.get("OS_VERSION_ID", "")
+    platform = {
+        "os_family": family,
+        "distribution": kv.get("OS_NAME", system or "unknown"),
+        "id": os_id,
+        "version": version,
+        "major_version": version.split(".")[0],
+        "service_mgr": kv.get("SERVICE_MGR", "unknown"),
+        "cpus": _whole(kv.get("CPUS"), 1),
+        "memory_mb": _whole(kv.get("MEMORY_MB"), 0),
+    }
+    platform["supported"] = _supported(platform)
+    platform["problem"] = (
+        ""
+        if platform["supported"]
+        else "selfhosted.workflow_agent.agent supports %s; this host is %s %s (os family %s, "
+        "service manager %s)"
+        % (SUPPORTED, platform["distribution"], version, family, platform["service_mgr"])
+    )
+    return platform
