@@ -11,6 +11,7 @@ loads (and sanity's import test passes) on a controller without them.
 from __future__ import absolute_import, division, print_function
 
 import base64
+import math
 import os
 import re
 import sys
@@ -236,7 +237,10 @@ class ActionModule(ActionBase):
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
 
-        result.update(changed=changed, dest=dest, config=effective)
+        # The drain timeout in seconds, as the agent reads it: units and process managers
+        # (TimeoutStopSec, terminationGracePeriodSeconds) need a number, not a Go duration.
+        drain = int(math.ceil(cfg.drain_timeout.total_seconds()))
+        result.update(changed=changed, dest=dest, config=effective, drain_timeout_seconds=drain)
         if backup_file:
             result["backup_file"] = backup_file
         if changed and self._task.diff:

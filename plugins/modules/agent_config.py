@@ -140,6 +140,13 @@ dest:
   returned: always
   type: str
   sample: /etc/workflow-agent/a/pulumi-workflow-agent.yaml
+drain_timeout_seconds:
+  description:
+    - The config's C(drain_timeout) (default 5m) in whole seconds, rounded up, as the agent reads
+      it; for a service manager's stop timeout or a pod's C(terminationGracePeriodSeconds).
+  returned: success
+  type: int
+  sample: 300
 config:
   description:
     - The effective configuration the agent will run with, every key including defaults,

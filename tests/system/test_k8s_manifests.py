@@ -66,7 +66,7 @@ CASES = {
         "workflow_agent_k8s_namespaces": [{"name": "ns-c", "replicas": 3}, "ns-d"],
         "workflow_agent_k8s_create_namespaces": False,
         "workflow_agent_k8s_pdb_max_unavailable": None,
-        "workflow_agent_k8s_drain_timeout": 3600,
+        "workflow_agent_k8s_drain_timeout": "1h",
         "workflow_agent_k8s_name": "pool-two",
     },
     "hpa": {
@@ -124,6 +124,8 @@ BAD = {
         **CASES["zero"],
         "workflow_agent_k8s_config": {"polling_interval": "5 minutes"},
     },
+    # Seconds without a unit: the agent's drain_timeout form is a Go duration, as in the agent role.
+    "bare_drain_timeout": {**CASES["zero"], "workflow_agent_k8s_drain_timeout": 300},
     "both_credentials": {**CASES["zero"], "workflow_agent_k8s_existing_secret": "my-token"},
     "no_credentials": {"workflow_agent_k8s_namespaces": ["ns-a"]},
     "no_namespaces": {**BASE},
@@ -379,7 +381,7 @@ def test_configmap_holds_a_config_the_agent_accepts_and_no_secret(rendered, tmp_
         "deploy_target": "kubernetes",
         "service_url": "http://10.96.0.10:8080/",
         "slots": 1,
-        "drain_timeout": "300s",
+        "drain_timeout": "5m",  # the role's default, as given
         "http_server_port": 8080,
         "polling_interval": "5s",
         "pull_image": False,
@@ -603,6 +605,7 @@ def test_keda_scaledobject_and_servicemonitor(rendered):
     [
         ("token_in_config", r"^workflow_agent_k8s_config: token is set by the role itself"),
         ("bad_duration", r"config\.polling_interval: .*5 minutes.* not a duration"),
+        ("bare_drain_timeout", r"config\.drain_timeout: 300 is not a duration: add a unit"),
         ("both_credentials", r"exactly one of workflow_agent_k8s_token .* and .*_existing_secret"),
         ("no_credentials", r"Set exactly one of workflow_agent_k8s_token"),
         ("no_namespaces", r"^workflow_agent_k8s_namespaces must list at least one namespace$"),

@@ -323,6 +323,15 @@ def test_run_writes_via_copy_with_no_log_and_no_copy_diff():
     assert "token: '***'" in result["diff"]["after"]
 
 
+@pytest.mark.parametrize(
+    ("drain", "seconds"), [(None, 300), ("90s", 90), ("1h1m", 3660), ("1.5s", 2), ("0s", 0)]
+)
+def test_the_drain_timeout_in_seconds_rounded_up(drain, seconds):
+    args = dict(ARGS, config={**ARGS["config"], "drain_timeout": drain})
+    result = make_action(args, FakeHost()).run(task_vars={})
+    assert result["drain_timeout_seconds"] == seconds
+
+
 def test_run_twice_is_idempotent_with_one_look_at_the_host():
     host = FakeHost()
     make_action(dict(ARGS), host).run(task_vars={})
