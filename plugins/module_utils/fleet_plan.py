@@ -77,3 +77,40 @@ def fleet_plan(hosts, target, slots_per_instance=DEFAULT_SLOTS_PER_INSTANCE, cap
         "instances": dict((name, instances(share, per)) for name, share in plan.items()),
         "lines": lines,
     }
+
+
+def summary(plan, results, pool=None, online=None):
+    """The lines rollout and scale end with: planned and actual concurrency per host.
+
+    ``results``: each host's ``workflow_agent_result`` (playbooks/tasks/apply.yml), None where
+    the host did not converge. ``online``: the fleet gate's count of agents the service sees.
+    """
+    rows = []
+    total_instances = total_slots = 0
+    for name in sorted(plan):
+        share, result = plan[name], results.get(name)
+        if result is None:
+            actual = "not converged (failed or not reached)"
+        elif not result.get("checked"):
+            actual = "nothing to run" if share["instances"] == 0 else "not checked (check mode)"
+        else:
+            instances, slots = int(result.get("instances", 0)), int(result.get("slots", 0))
+            actual = "%d instance(s), %d slot(s)" % (instances, slots)
+            total_instances += instances
+            total_slots += slots
+        change = []
+        if result is not None and result.get("added"):
+            change.append("added " + ",".join(result["added"]))
+        if result is not None and result.get("removed"):
+            change.append("removed " + ",".join(result["removed"]))
+        rows.append(
+            "%s: planned %d instance(s), %d slot(s); actual %s%s"
+            % (name, share["instances"], share["slots"], actual, "".join("; " + c for c in change))
+        )
+    rows.append(
+        "total: planned %d slot(s); actual %d slot(s) in %d healthy instance(s)"
+        % (sum(s["slots"] for s in plan.values()), total_slots, total_instances)
+    )
+    if online is not None:
+        rows.append("pool %s: %d agent(s) online" % (pool, int(online)))
+    return rows

@@ -7,6 +7,7 @@ from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.fleet_pl
     capacity,
     fleet_plan,
     instances,
+    summary,
 )
 from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.pool_plan import (
     PoolPlanError,
@@ -68,3 +69,37 @@ def test_the_plan_its_weights_names_and_lines():
 def test_an_impossible_plan_raises_the_planners_error():
     with pytest.raises(PoolPlanError, match="target 151 is above the cap of 150"):
         fleet_plan([{"name": "a", "weight": 1}], 151)
+
+
+PLAN = {
+    "b": {"instances": 2, "slots": 3},
+    "a": {"instances": 1, "slots": 1},
+    "c": {"instances": 0, "slots": 0},
+    "d": {"instances": 1, "slots": 1},
+}
+
+
+def test_the_summary_per_host_and_in_total():
+    results = {
+        "a": {"checked": True, "instances": "1", "slots": 1, "added": [], "removed": ["2"]},
+        "b": {"checked": True, "instances": 2, "slots": 3, "added": ["1", "2"], "removed": []},
+        "c": {"checked": False, "instances": 0, "slots": 0, "added": [], "removed": []},
+        "d": None,
+    }
+    assert summary(PLAN, results, pool="p", online=3) == [
+        "a: planned 1 instance(s), 1 slot(s); actual 1 instance(s), 1 slot(s); removed 2",
+        "b: planned 2 instance(s), 3 slot(s); actual 2 instance(s), 3 slot(s); added 1,2",
+        "c: planned 0 instance(s), 0 slot(s); actual nothing to run",
+        "d: planned 1 instance(s), 1 slot(s); actual not converged (failed or not reached)",
+        "total: planned 5 slot(s); actual 4 slot(s) in 3 healthy instance(s)",
+        "pool p: 3 agent(s) online",
+    ]
+
+
+def test_check_mode_checks_nothing():
+    results = {name: {"checked": False, "added": ["1"], "removed": []} for name in PLAN}
+    lines = summary(PLAN, results)
+    assert (
+        lines[0] == "a: planned 1 instance(s), 1 slot(s); actual not checked (check mode); added 1"
+    )
+    assert lines[-1] == "total: planned 5 slot(s); actual 0 slot(s) in 0 healthy instance(s)"
