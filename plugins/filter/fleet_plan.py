@@ -60,7 +60,7 @@ _value:
   contains:
     plan:
       description:
-        - The P(selfhosted.workflow_agent.pool_plan#filter) answer, C({host: {instances, slots}}).
+        - The P(selfhosted.workflow_agent.pool_plan#filter) answer, C(instances) and C(slots) per host.
       type: dict
     weights:
       description: Each host's weight.

@@ -18,7 +18,7 @@ description:
 positional: _input, hostvars
 options:
   _input:
-    description: C(workflow_agent_plan), C({host: {instances, slots}}).
+    description: C(workflow_agent_plan), C(instances) and C(slots) per host.
     type: dict
     required: true
   hostvars:
