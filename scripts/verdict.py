@@ -45,8 +45,12 @@ def outcome(case: ET.Element) -> tuple[str, str]:
     for tag in ("failure", "error"):
         failed = case.find(tag)
         if failed is not None:
-            text = failed.get("message") or (failed.text or "").strip() or f"{tag}, no message"
-            return "failed", " ".join(text.split())
+            message = " ".join((failed.get("message") or "").split())
+            body = " ".join((failed.text or "").split())
+            # A message that announces the details ("... failed with the error:") gets them.
+            if not message or message.endswith(":"):
+                message = f"{message} {body}".strip()
+            return "failed", message or f"{tag}, no message"
     skipped = case.find("skipped")
     if skipped is not None:
         reason = skipped.get("message") or (skipped.text or "").strip() or "no reason given"
@@ -108,7 +112,7 @@ def check(junit_dir: pathlib.Path, specs: list[str]) -> int:
         # Which cases failed, and why: CI shows the summary, not always the log.
         failed = [c for c in cases if c.outcome == "failed"]
         for c in failed[:MAX_FAILED]:
-            print(f"  failed {c.test_id}::{c.name}: {c.reason[:200]}")
+            print(f"  failed {c.test_id}::{c.name}: {c.reason[:600]}")
         if len(failed) > MAX_FAILED:
             print(f"  failed: {len(failed) - MAX_FAILED} more, in the stage's log")
         for f in files:

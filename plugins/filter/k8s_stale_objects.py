@@ -16,7 +16,7 @@ description:
     a ScaledObject, a ServiceMonitor, a PodDisruptionBudget, the role's token and proxy
     Secrets). Given what each namespace's Deployment said before this run, this filter returns
     the C([namespace, kind]) pairs made before and switched off now, for the role to delete.
-positional: _input, annotation, on, kinds
+positional: _input, annotation, made, kinds
 options:
   _input:
     description:
@@ -28,7 +28,7 @@ options:
     description: The annotation that lists the kinds.
     type: str
     required: true
-  on:
+  made:
     description: The kinds this run makes.
     type: list
     elements: str

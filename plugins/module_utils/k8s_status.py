@@ -11,12 +11,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-def stale_objects(before, annotation, on, kinds, keep_secret=False):
+def stale_objects(before, annotation, made, kinds, keep_secret=False):
     """``[namespace, kind]`` of the optional objects made before and switched off now.
 
     ``before``: the registered results of reading each namespace's Deployment (each with its
     ``item``, the namespace, and ``resources``); the Deployment lists the optional kinds it was
-    applied with in its ``annotation``. ``on``: the kinds this run makes; ``kinds``: the known
+    applied with in its ``annotation``. ``made``: the kinds this run makes; ``kinds``: the known
     ones. ``keep_secret``: the token Secret is now one the user manages under the role's name,
     so it is never deleted.
     """
@@ -27,7 +27,7 @@ def stale_objects(before, annotation, on, kinds, keep_secret=False):
             continue
         annotations = (resources[0].get("metadata") or {}).get("annotations") or {}
         for kind in (annotations.get(annotation) or "").split(","):
-            if not kind or kind in on or kind not in kinds or (kind == "Secret" and keep_secret):
+            if not kind or kind in made or kind not in kinds or (kind == "Secret" and keep_secret):
                 continue
             if [result["item"], kind] not in out:
                 out.append([result["item"], kind])
