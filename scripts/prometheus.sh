@@ -2,15 +2,24 @@
 # A real Prometheus (Debian's `prometheus` package) for the demo and the suite, on loopback, with
 # its state under a directory of the caller's choice. It scrapes the agents listed in a file_sd
 # file (the one the rollout writes: workflow_agent_prometheus_file_sd) every 2s, as the job
-# `workflow_agent`, and loads the collection's rules (extensions/prometheus/rules.yml).
+# `workflow_agent`, or the jobs of a scrape config file; and loads the collection's rules
+# (extensions/prometheus/rules.yml).
 #
 #   prometheus.sh install                  install promtool and prometheus (apt) if missing
 #   prometheus.sh start DIR FILE_SD [PORT] start (PORT: default a free one); prints the URL,
 #                                          also kept in DIR/url; a running one is reused
+#   prometheus.sh start-scrape DIR FILE [PORT]
+#                                          the same with the `scrape_configs:` of FILE (a YAML
+#                                          file of only that key, like a `scrape_config_files`
+#                                          entry) instead of the file_sd job
 #   prometheus.sh stop DIR                 stop the one started with DIR
+#
+# PROMETHEUS=/path/to/prometheus starts another build (tests/k8s/build-prometheus.sh makes one
+# with Kubernetes discovery, which Debian's lacks).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-usage() { echo "usage: prometheus.sh install | start DIR FILE_SD [PORT] | stop DIR" >&2; exit 2; }
+PROMETHEUS=${PROMETHEUS:-prometheus}
+usage() { echo "usage: prometheus.sh install | start DIR FILE_SD [PORT] | start-scrape DIR FILE [PORT] | stop DIR" >&2; exit 2; }
 
 install() {
   command -v promtool >/dev/null && command -v prometheus >/dev/null && return 0
@@ -28,31 +37,43 @@ install() {
 
 running() { [ -s "$1/pid" ] && kill -0 "$(cat "$1/pid")" 2>/dev/null; }
 
-start() {
-  local dir=$1 sd=$2 port=${3:-}
-  [ -n "$dir" ] && [ -n "$sd" ] || usage
-  command -v prometheus >/dev/null || { echo "prometheus.sh: prometheus is not installed (prometheus.sh install)" >&2; exit 1; }
+start() { # DIR, file_sd|scrape, FILE, [PORT]
+  local dir=$1 kind=$2 file=$3 port=${4:-}
+  [ -n "$dir" ] && [ -n "$file" ] || usage
+  command -v "$PROMETHEUS" >/dev/null || { echo "prometheus.sh: $PROMETHEUS is not installed (prometheus.sh install)" >&2; exit 1; }
+  case $file in /*) ;; *) file=$PWD/$file ;; esac
+  [ "$kind" = file_sd ] || [ -f "$file" ] || { echo "prometheus.sh: no scrape config file $file" >&2; exit 2; }
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
-  case $sd in /*) ;; *) sd=$PWD/$sd ;; esac
   if running "$dir"; then cat "$dir/url"; return 0; fi
   [ -n "$port" ] || port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  cat >"$dir/prometheus.yml" <<YML
+  {
+    cat <<YML
 # Written by scripts/prometheus.sh.
 global:
   scrape_interval: 2s
   evaluation_interval: 2s
 rule_files:
   - $ROOT/extensions/prometheus/rules.yml
+YML
+    if [ "$kind" = file_sd ]; then
+      cat <<YML
 scrape_configs:
   - job_name: workflow_agent
     file_sd_configs:
-      - files: ['$sd']
+      - files: ['$file']
         refresh_interval: 2s
 YML
-  promtool check config "$dir/prometheus.yml" >/dev/null
+    else
+      # A YAML mapping of only `scrape_configs:` continues this one (Prometheus 2.42, Debian 12's,
+      # has no scrape_config_files).
+      grep -v '^---' "$file"
+    fi
+  } >"$dir/prometheus.yml"
+  # Debian's promtool knows only Debian's discovery; another build checks its config as it starts.
+  [ "$PROMETHEUS" != prometheus ] || promtool check config "$dir/prometheus.yml" >/dev/null
   # setsid: it must outlive the make step or test that started it; `stop` ends it.
-  setsid nohup prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
+  setsid nohup "$PROMETHEUS" --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/data" \
     --web.listen-address="127.0.0.1:$port" --web.enable-lifecycle \
     >"$dir/prometheus.log" 2>&1 </dev/null &
   echo $! >"$dir/pid"
@@ -80,7 +101,8 @@ stop() {
 
 case ${1:-} in
   install) install ;;
-  start) shift; start "${1:-}" "${2:-}" "${3:-}" ;;
+  start) shift; start "${1:-}" file_sd "${2:-}" "${3:-}" ;;
+  start-scrape) shift; start "${1:-}" scrape "${2:-}" "${3:-}" ;;
   stop) shift; stop "${1:-}" ;;
   *) usage ;;
 esac
