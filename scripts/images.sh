@@ -72,7 +72,8 @@ pip_settings() { # dir
   mkdir -p "$dir/pip"; echo '[global]' > "$dir/pip/pip.conf"
   for key in index-url extra-index-url trusted-host cert; do
     var=PIP_$(echo "$key" | tr 'a-z-' 'A-Z_')
-    value=${!var:-$("$py" -m pip config get "global.$key" 2>/dev/null || true)}
+    # `pip config list` prints SECTION.key='value' per file (global, user, site: the last wins).
+    value=${!var:-$({ "$py" -m pip config list 2>/dev/null || true; } | sed -n "s/^[a-z]*\.$key='\(.*\)'\$/\1/p" | tail -n 1)}
     [ -n "$value" ] || continue
     if [ "$key" = cert ]; then cp "$value" "$dir/pip/ca.pem"; value=/etc/pip/ca.pem; fi
     echo "$key = $value" >> "$dir/pip/pip.conf"
@@ -82,10 +83,11 @@ pip_settings() { # dir
 ee_base() { # the execution-environment base, FROM local/debian12-plain:latest (needs its built_hash)
   local ctx
   ctx=$(mktemp -d "$STATE/ee-base.XXXXXX")
+  trap 'rm -rf "$ctx"' EXIT
   cp tests/images/ee-base/Containerfile "$ctx/"
   pip_settings "$ctx"
   build local/debian12-ee-base:latest "$ctx" local/debian12-plain:latest "$built_hash"
-  rm -rf "$ctx"
+  rm -rf "$ctx"; trap - EXIT
 }
 
 suites=("$@")
