@@ -86,12 +86,14 @@ else
   echo "execution environment: built in $(( $(date +%s) - t )) s ($(( $($DOCKER image inspect -f '{{.Size}}' "$IMAGE") / 1000000 )) MB)"
 fi
 
-# The image holds the build the server served, its Python and system requirements.
+# The image holds the build the server served, its Python and system requirements, and not the
+# Galaxy credentials.
 $DOCKER run --rm "$IMAGE" cat "/usr/share/ansible/collections/$ours/MANIFEST.json" > "$work/MANIFEST.json"
 cmp -s "$work/MANIFEST.json" "$cols/$ours/MANIFEST.json" \
   || fail "$IMAGE holds another build of selfhosted.workflow_agent than the server serves"
 $DOCKER run --rm "$IMAGE" bash -c 'python3 -c "import pydantic, packaging, kubernetes, yaml" && dpkg-query -W python3-pip' \
   >/dev/null || fail "$IMAGE lacks the collection's Python packages or python3-pip (above)"
+$DOCKER run --rm "$IMAGE" test ! -e /etc/ansible/ansible.cfg || fail "$IMAGE holds the build's ansible.cfg"
 
 # The plan playbook, by its FQCN, against a small inventory: a and b weighted in it, c weighed
 # from its own CPUs and memory by the agent role's platform look (a raw command in the container),
