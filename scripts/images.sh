@@ -4,8 +4,8 @@
 #     local/debian12:latest          debootstrap --variant=minbase bookworm, docker import
 #     local/debian12-systemd:latest  + systemd, python3, sudo, iproute2 (Molecule hosts)
 #     local/debian12-plain:latest    + python3, python3-venv, tini (no init; check-mode/failure tests, service images)
-#     local/debian12-ee-base:latest  + a venv with pip, apt lists, this machine's pip settings (the base of
-#                                    tests/galaxy/execution-environment.yml, built by tests/galaxy/ee.sh)
+#     local/debian12-ee-base:latest  + a venv with pip, apt lists, this machine's pip settings (the base
+#                                    of tests/galaxy/execution-environment.yml, which tests/galaxy/ee.sh builds)
 #   trixie (Debian 13): the same base and systemd host, the second platform of the Molecule matrix
 #     local/debian13:latest, local/debian13-systemd:latest
 # Each image carries a label with the hash of its inputs; an image whose label matches is reused,
