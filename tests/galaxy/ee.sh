@@ -88,7 +88,8 @@ fi
 
 # The image holds the build the server served, its Python and system requirements, and not the
 # Galaxy credentials.
-$DOCKER run --rm "$IMAGE" cat "/usr/share/ansible/collections/$ours/MANIFEST.json" > "$work/MANIFEST.json"
+$DOCKER run --rm "$IMAGE" cat "/usr/share/ansible/collections/$ours/MANIFEST.json" > "$work/MANIFEST.json" \
+  || fail "$IMAGE has no selfhosted.workflow_agent in /usr/share/ansible/collections (above)"
 cmp -s "$work/MANIFEST.json" "$cols/$ours/MANIFEST.json" \
   || fail "$IMAGE holds another build of selfhosted.workflow_agent than the server serves"
 $DOCKER run --rm "$IMAGE" bash -c 'python3 -c "import pydantic, packaging, kubernetes, yaml" && dpkg-query -W python3-pip' \
