@@ -76,7 +76,8 @@ pytest: bootstrap
 	  --ignore=agent/tests/targets/test_kubernetes.py --deselect agent/tests/targets/test_strategic_merge.py::test_same_result_as_kubectl \
 	  -k "not (test_contract and kubernetes)" --junitxml=$(STATE)/junit/pytest.xml'
 
-galaxy: venv
+# images: the execution environment is built FROM local/debian12-ee-base:latest (tests/galaxy/ee.sh).
+galaxy: venv images
 	bash scripts/stage.sh galaxy -- bash scripts/galaxy.sh
 
 # A local Galaxy API (Pulp) on loopback, state under $(STATE)/galaxy-server; `make galaxy` starts

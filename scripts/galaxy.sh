@@ -3,7 +3,8 @@
 # every upload); start a real Galaxy API (scripts/galaxy-server.sh), publish the tarball, an older
 # version and the dependencies, and test installs from it (tests/galaxy); install the collection BY
 # NAME from that server into $STATE/collections, verify it against the server, lint its docs and
-# changelog, run a playbook from it; render an execution environment's build context. Molecule
+# changelog, run a playbook from it; build an execution environment from the server with
+# ansible-builder and run the plan playbook in it (tests/galaxy/ee.sh). Molecule
 # (scripts/molecule.sh) then runs its scenarios from the same Galaxy-installed copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,11 +66,9 @@ cmp <(tar -xzOf "$tarball" MANIFEST.json) "$INSTALLED/ansible_collections/selfho
   || { echo "the server served another build than $tarball" >&2; exit 1; }
 export ANSIBLE_COLLECTIONS_PATH=$INSTALLED
 ANSIBLE_CONFIG=$STATE/galaxy-server/ansible.cfg ansible-galaxy collection verify selfhosted.workflow_agent
-bash scripts/galaxy-server.sh stop
 
 echo "-- galaxy-importer"
 rc=0; wait "$importer_pid" || rc=$?
-trap - EXIT
 cat "$STATE/galaxy-work/importer.log"
 grep -q '^Importer processing completed successfully' "$STATE/galaxy-work/importer.log" && [ $rc = 0 ] \
   || { echo "galaxy-importer did not complete (exit $rc, above)" >&2; exit 1; }
@@ -77,13 +76,18 @@ if grep -E '^(WARNING|ERROR|CRITICAL):' "$STATE/galaxy-work/importer.log"; then
   echo "galaxy-importer reported the warnings/errors above: Galaxy would show them" >&2; exit 1
 fi
 lap
+
+# After the importer, whose venv brings ansible-builder; while the server runs, since the image
+# build installs the collection from it.
+echo "-- execution environment: ansible-builder build from the server, the plan playbook in the image"
+bash tests/galaxy/ee.sh "$IVENV" "$INSTALLED" "$STATE/galaxy-work/ee" "$STATE/galaxy-server/ansible.cfg"
+lap
+bash scripts/galaxy-server.sh stop
+trap - EXIT
+
 echo "-- antsibull-changelog lint"; antsibull-changelog lint
 echo "-- antsibull-docs lint-collection-docs"
 antsibull-docs lint-collection-docs --plugin-docs "$INSTALLED/ansible_collections/selfhosted/workflow_agent"
-
-echo "-- execution environment: ansible-builder create, introspect"
-bash tests/galaxy/ee.sh "$IVENV" "$INSTALLED" "$STATE/galaxy-work/ee"
-lap
 
 echo "-- playbook from the installed copy"
 cd "$STATE" && ansible-playbook -i localhost, -c local \

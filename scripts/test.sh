@@ -20,7 +20,7 @@ k8s_build=$!
 bash scripts/stage.sh bootstrap -- make --no-print-directory bootstrap || {
   echo "bootstrap failed; nothing else can run"; kill "$k8s_build" 2>/dev/null; exit 1; }
 for s in lint sanity units pytest; do run "$s"; done
-make --no-print-directory -o bootstrap galaxy || failed=1
+make --no-print-directory -o bootstrap -o images galaxy || failed=1
 run molecule
 run bench-smoke  # each benchmark once, smallest size: a broken benchmark shows here
 if wait "$k8s_build"; then
