@@ -60,7 +60,8 @@ _value:
   contains:
     plan:
       description:
-        - The P(selfhosted.workflow_agent.pool_plan#filter) answer, C(instances) and C(slots) per host.
+        - The P(selfhosted.workflow_agent.pool_plan#filter) answer, C(instances) and C(slots)
+          per host.
       type: dict
     weights:
       description: Each host's weight.
@@ -80,6 +81,9 @@ from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.fleet_pl
     capacity,
     fleet_plan,
 )
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.host_vars import (  # noqa: E402
+    host_var,
+)
 from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.pool_plan import (  # noqa: E402
     DEFAULT_CAP,
     DEFAULT_SLOTS_PER_INSTANCE,
@@ -87,31 +91,23 @@ from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.pool_pla
 )
 
 
-def _get(hv, key, default=None):
-    try:
-        value = hv[key]
-    except KeyError:
-        return default
-    return default if value is None else value
-
-
 def _host(name, hv):
     host = {"name": name}
-    weight = _get(hv, "workflow_agent_weight")
+    weight = host_var(hv, "workflow_agent_weight")
     if weight is None:
         # The agent role's platform entry point publishes it (roles/agent/README.md).
-        facts = _get(hv, "workflow_agent_facts", {}).get("platform") or {}
+        facts = host_var(hv, "workflow_agent_facts", {}).get("platform") or {}
         weight = capacity(
             facts.get("cpus"),
             facts.get("memory_mb"),
-            _get(hv, "workflow_agent_weight_memory_mb", DEFAULT_WEIGHT_MEMORY_MB),
+            host_var(hv, "workflow_agent_weight_memory_mb", DEFAULT_WEIGHT_MEMORY_MB),
         )
     host["weight"] = weight
     for key, var in (
         ("min", "workflow_agent_min_instances"),
         ("max", "workflow_agent_max_instances"),
     ):
-        value = _get(hv, var)
+        value = host_var(hv, var)
         if value is not None:
             host[key] = value
     return host

@@ -51,15 +51,13 @@ _value:
 from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.fleet_plan import (  # noqa: E402
     summary,
 )
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.host_vars import (  # noqa: E402
+    host_var,
+)
 
 
 def fleet_summary(plan, hostvars, pool=None, online=None):
-    results = {}
-    for name in plan:
-        try:
-            results[name] = hostvars[name]["workflow_agent_result"]
-        except KeyError:
-            results[name] = None
+    results = dict((name, host_var(hostvars[name], "workflow_agent_result")) for name in plan)
     return summary(plan, results, pool=pool, online=online)
 
 

@@ -71,19 +71,14 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.host_vars import (  # noqa: E402
+    host_var,
+)
 from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.prometheus_file_sd import (  # noqa: E402
     DEFAULT_PORT_BASE,
     FileSdError,
     file_sd_targets,
 )
-
-
-def _get(hv, key, default=None):
-    try:
-        value = hv[key]
-    except KeyError:
-        return default
-    return default if value is None else value
 
 
 def prometheus_file_sd(hosts, hostvars=None, pool=None):
@@ -100,21 +95,21 @@ def prometheus_file_sd(hosts, hostvars=None, pool=None):
             raise AnsibleFilterError(
                 "prometheus_file_sd: %r is not a host of the inventory" % name
             ) from None
-        instances = _get(hv, "workflow_agent_planned_instances")
+        instances = host_var(hv, "workflow_agent_planned_instances")
         if instances is None:
-            instances = _get(hv, "workflow_agent_instances", [])
+            instances = host_var(hv, "workflow_agent_instances", [])
             if not isinstance(instances, list):  # a count N: instances 1..N
                 instances = [str(i) for i in range(1, int(instances) + 1)]
         entries.append(
             {
                 "host": name,
-                "address": _get(hv, "workflow_agent_prometheus_address")
-                or _get(hv, "ansible_host")
+                "address": host_var(hv, "workflow_agent_prometheus_address")
+                or host_var(hv, "ansible_host")
                 or name,
                 "instances": list(instances),
-                "port_base": _get(hv, "workflow_agent_http_port_base", DEFAULT_PORT_BASE),
+                "port_base": host_var(hv, "workflow_agent_http_port_base", DEFAULT_PORT_BASE),
                 # Unset, the agent runs jobs on its default target, docker.
-                "deploy_target": _get(hv, "workflow_agent_deploy_target") or "docker",
+                "deploy_target": host_var(hv, "workflow_agent_deploy_target") or "docker",
             }
         )
     try:
