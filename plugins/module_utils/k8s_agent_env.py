@@ -16,6 +16,10 @@ A pure function with no Ansible imports (the ``k8s_agent_env`` filter is its fac
 
 from __future__ import absolute_import, division, print_function
 
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.agent_host import (
+    proxy_env as host_proxy_env,
+)
+
 __metaclass__ = type
 
 # The names the role sets, whether or not a run sets each.
@@ -34,13 +38,9 @@ IN_CLUSTER = ("$(KUBERNETES_SERVICE_HOST)", ".svc", ".cluster.local", "127.0.0.1
 
 
 def proxy_env(proxy):
-    """``workflow_agent_k8s_proxy`` ({http, https, no_proxy}) -> env names and values."""
-    env = {}
-    for key in ("http", "https"):
-        url = (proxy or {}).get(key) or ""
-        if url:
-            env[key.upper() + "_PROXY"] = url
-            env[key + "_proxy"] = url
+    """``workflow_agent_k8s_proxy`` ({http, https, no_proxy}) -> env names and values: the
+    agent role's both spellings of the proxy URLs, and NO_PROXY only with a proxy to bypass."""
+    env = host_proxy_env(dict((k, v) for k, v in (proxy or {}).items() if k != "no_proxy"))
     if env:
         no_proxy = ",".join(
             x for x in [(proxy or {}).get("no_proxy") or ""] + list(IN_CLUSTER) if x
