@@ -12,9 +12,9 @@ short_description: What the agent role's look at a host is asked
 version_added: 0.2.0
 author: selfhosted.workflow_agent maintainers (@selfhosted)
 description:
-  - The request for the role's host-state script (C(roles/agent/files/host_state.py)), that is the
-    directories to list and the units to find, and with O(_input=present) the wanted paths,
-    user, groups, files, health ports and unit states.
+  - The request for the role's look at the host (M(selfhosted.workflow_agent.agent_host_info)),
+    that is the directories to list and the units to find, and with O(_input=present) the
+    wanted paths, user, groups, files, health ports and unit states.
 positional: _input
 options:
   _input:

@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The agent role's wanted state of a host: what its look at the host (files/host_state.py)
-is asked, and the proxy environment of the instances.
+"""The agent role's wanted state of a host: what its look at the host (the agent_host_info
+module) is asked, and the proxy environment of the instances.
 
-Pure functions with no Ansible imports (the ``agent_host_spec`` filter is their face):
+Pure functions with no Ansible imports (the ``agent_proxy_env``, ``agent_base_paths`` and
+``agent_host_expected`` filters are their face):
 
 - ``base_paths``: the directories and files the role puts in place before it writes the
   configs. The config directory is root's (0750 to the agent's group); the data directory and
@@ -113,7 +114,7 @@ def expected(
     started=True,
     enabled=True,
 ):
-    """What files/host_state.py is asked (see there)."""
+    """The options of the role's agent_host_info call (see there)."""
     systemd = service_manager == "systemd"
     spec = {"lists": [config_dir, install_dir, install_dir + "/wheelhouse"]}
     if not systemd:

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The agent role's instances and its preflight problems.
 
-Pure functions with no Ansible imports (the ``agent_instances`` and ``agent_probe_problems``
-filters are their face), so the role's YAML says what it wants and this file how:
+Pure functions with no Ansible imports (the ``agent_instances`` filter is their face), so the
+role's YAML says what it wants and this file how:
 
 - ``workflow_agent_instances`` is a count (instances named ``1`` .. ``N``) or a list of names or
   dicts (``name``, ``state``, ``deploy_target``, ``slots``, ``http_server_port``,
@@ -149,27 +149,3 @@ def instance_plan(instances, port_base=8080, config=None, version=""):
         "problems": problems,
         "managed_keys": list(MANAGED_KEYS),
     }
-
-
-def probe_problems(probes, probed, state="present"):
-    """What the host probes (each candidate Python running the host-state script) tell.
-
-    ``probes``: the registered loop results (each with its ``item``, the Python, and
-    ``stderr``); ``probed``: the reports of those that ran, each with ``ok`` and ``python``.
-    """
-    tried = ", ".join(str(p.get("item", "")) for p in probes)
-    if not probed:
-        errors = [str(p.get("stderr") or "").strip() for p in probes]
-        why = next((e for e in errors if e), "no output")
-        return [
-            "None of %s runs on this host (%s); install Python 3.10 or later or set "
-            "workflow_agent_python" % (tried, why)
-        ]
-    if state == "present" and not any(p.get("ok") for p in probed):
-        found = ", ".join(str(p.get("python")) for p in probed) or "none"
-        return [
-            "The agent needs Python 3.10 or later on the host; none of %s is one (found: %s). "
-            "Install one (RHEL 9: dnf install python3.11; macOS: python.org or Homebrew) or set "
-            "workflow_agent_python" % (tried, found)
-        ]
-    return []

@@ -31,7 +31,8 @@ def test_the_public_facts_are_what_the_playbooks_read():
 def test_jinja_statements_stay_out_of_role_tasks_vars_and_playbooks():
     """Loops and branches belong in plugins/module_utils; the few left are loops over template
     lookups (agent_k8s build.yml, render.yml), the health gate's pairing of instances and a few
-    messages. There were 262 before the logic moved (issue 17); 45 now: the budget stops regrowth."""
+    messages. There were 262 before the logic moved (issue 17); 45 now: the budget stops
+    regrowth."""
     count = {
         str(p.relative_to(REPO)): p.read_text().count("{%")
         for p in yaml_files("roles", "playbooks")

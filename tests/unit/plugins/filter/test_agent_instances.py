@@ -1,20 +1,15 @@
-"""The agent_instances and agent_probe_problems filters: registered under their names."""
+"""The agent_instances filter: registered under its name."""
 
 from __future__ import annotations
 
-from ansible_collections.selfhosted.workflow_agent.plugins.filter import (
-    agent_instances,
-    agent_probe_problems,
-)
+from ansible_collections.selfhosted.workflow_agent.plugins.filter import agent_instances
 from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.agent_instances import (
     instance_plan,
-    probe_problems,
 )
 
 
-def test_registered_under_their_names():
+def test_registered_under_its_name():
     assert agent_instances.FilterModule().filters() == {"agent_instances": instance_plan}
-    assert agent_probe_problems.FilterModule().filters() == {"agent_probe_problems": probe_problems}
 
 
 def test_the_roles_call_with_its_defaults():

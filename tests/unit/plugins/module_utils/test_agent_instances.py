@@ -6,7 +6,6 @@ import pytest
 from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.agent_instances import (
     INSTANCE_KEYS,
     instance_plan,
-    probe_problems,
 )
 
 V = "workflow_agent_instances"
@@ -106,34 +105,3 @@ def test_a_port_base_clash_counts_positions_not_just_present_ones():
     assert got["problems"] == [
         "Two instances would listen on the same http_server_port: 8080, 8080"
     ]
-
-
-# --- the host probes ---------------------------------------------------------------------------
-
-PROBES = [
-    {"item": "/usr/bin/python3.12", "stderr": "sh: 1: /usr/bin/python3.12: not found\n"},
-    {"item": "/usr/bin/python3", "stderr": ""},
-]
-
-
-def test_a_usable_python_is_no_problem():
-    assert probe_problems(PROBES, [{"ok": True, "python": "3.11.2"}]) == []
-
-
-def test_no_candidate_ran():
-    assert probe_problems(PROBES, []) == [
-        "None of /usr/bin/python3.12, /usr/bin/python3 runs on this host (sh: 1: "
-        "/usr/bin/python3.12: not found); install Python 3.10 or later or set workflow_agent_python"
-    ]
-    quiet = [{"item": "/usr/bin/python3", "stderr": None}]
-    assert "(no output)" in probe_problems(quiet, [])[0]
-
-
-def test_only_old_pythons_matter_for_state_present():
-    probed = [{"ok": False, "python": "3.9.18"}]
-    (message,) = probe_problems(PROBES, probed)
-    assert message.startswith(
-        "The agent needs Python 3.10 or later on the host; none of /usr/bin/python3.12, "
-        "/usr/bin/python3 is one (found: 3.9.18). Install one"
-    )
-    assert probe_problems(PROBES, probed, state="absent") == []

@@ -1,17 +1,24 @@
-"""The agent role's probe of a host, in one round trip (run as `python3 -c`, spec in argv[1]).
+# -*- coding: utf-8 -*-
+# Copyright: selfhosted.workflow_agent contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host side of ``agent_host_info``: one look at a host in one round trip.
 
-It reports this interpreter (the role picks the agent's Python from it), what the host already
-has (instances' configs, units, plists, installed versions, groups), which of the role's
-expectations the host does not meet (directories and files: type, owner, group, mode, content
-sha1; the agent's user; the instances' systemd states), stat-like facts of the files the role
-compares itself, and the instances' health. The role then runs its ordinary
-modules only for what differs, so a converge that changes nothing costs this one call; when in
-doubt an expectation counts as unmet, and the module decides. It prints no file contents but
-the first 4 KiB of the files named in `reads` (the role names only its wheelhouse marker).
+The action plugin (plugins/action/agent_host_info.py) sends this file's source to the host as
+``<python> -c <source> <request as JSON>``, once per candidate interpreter until one is usable,
+without Ansible's module wrapper: the cheapest round trip there is, and a host whose Python
+Ansible would not pick is still looked at. Nothing here imports Ansible, and nothing runs on
+import; only the standard library, on any Python 3.7 or later (RHEL 9's and macOS's own 3.9
+too).
 
-Runs on any Python 3.7 or later the host has (RHEL 9's and macOS's own 3.9 too), standard
-library only.
+It reports this interpreter (the agent's Python is chosen from it), what the host already has
+(listings, stat-like facts of files, group members, the first 4 KiB of the files in
+``reads``), which wanted paths and which wanted user the host does not match (type, owner,
+group, mode, content sha1, link target), the systemd units not in their wanted states, and
+the health of local agent instances. When in doubt an expectation counts as unmet: the caller
+then runs the ordinary module, which decides.
 """
+
+from __future__ import absolute_import, division, print_function
 
 import contextlib
 import grp
@@ -25,6 +32,8 @@ import stat
 import subprocess
 import sys
 import urllib.request
+
+__metaclass__ = type
 
 TYPES = {stat.S_IFDIR: "directory", stat.S_IFREG: "file", stat.S_IFLNK: "link"}
 
@@ -125,26 +134,29 @@ def listdir(path):
         return []
 
 
+def systemctl(args):
+    """systemctl's output; without systemctl at all, an empty failed run (every unit differs)."""
+    try:
+        return subprocess.run(["systemctl"] + args, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        return subprocess.CompletedProcess(args, 127, "", str(exc))
+
+
 def systemd(spec):
     """Instances systemd knows (`pattern`), and the units in `units` not in the wanted state."""
     out = {"listed": [], "differ": []}
-    run = subprocess.run(
-        ["systemctl", "list-units", "--all", "--plain", "--no-legend", "--type=service"]
-        + [spec["pattern"]],
-        capture_output=True,
-        text=True,
-        check=False,  # no match or no systemd: an empty listing, which is the answer
+    # No match or no systemd: an empty listing, which is the answer.
+    run = systemctl(
+        ["list-units", "--all", "--plain", "--no-legend", "--type=service", spec["pattern"]]
     )
     out["listed"] = [line.split()[0] for line in run.stdout.splitlines() if line.strip()]
-    units = spec["units"]
+    units = spec.get("units") or []
     if not units:
         return out
-    show = subprocess.run(
-        ["systemctl", "show", "-p", "Id", "-p", "ActiveState", "-p", "UnitFileState", "--"]
-        + [u["name"] for u in units],
-        capture_output=True,
-        text=True,
-        check=False,  # units systemd does not know are still listed, as not-found
+    # Units systemd does not know are still shown, as not-found.
+    show = systemctl(
+        ["show", "-p", "Id", "-p", "ActiveState", "-p", "UnitFileState", "--"]
+        + [u["name"] for u in units]
     )
     seen = {}
     for block in show.stdout.split("\n\n"):
@@ -193,11 +205,14 @@ def health(port):
     return out
 
 
-def main():
-    spec = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+AGENT_PYTHON = (3, 10)  # the oldest Python the agent runs on (agent/pyproject.toml)
+
+
+def look(spec):
+    """The report for one request (the keys of the module's options; all optional)."""
     out = {
         "python": "{}.{}".format(*sys.version_info[:2]),
-        "ok": sys.version_info >= (3, 10),
+        "ok": sys.version_info >= AGENT_PYTHON,
         "executable": sys.executable,
         "system": sys.platform,
         "machine": platform.machine(),
@@ -220,7 +235,11 @@ def main():
         if spec.get("systemd"):
             out["systemd"] = systemd(spec["systemd"])
         out["health"] = [health(port) for port in spec.get("health", [])]
-    print(json.dumps(out))
+    return out
+
+
+def main():
+    sys.stdout.write(json.dumps(look(json.loads(sys.argv[1]) if len(sys.argv) > 1 else {})) + "\n")
 
 
 if __name__ == "__main__":
