@@ -6,7 +6,7 @@
 # (scripts/core-venv.sh); its copy and JUnit reports go to their own directories.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 WORK=$STATE/ansible-test; JUNIT=$STATE/junit
 if [ "${1:-}" = --core ]; then
   venv=$(bash scripts/core-venv.sh "${2:?usage: ansible-test.sh [--core X.Y] sanity|units}")

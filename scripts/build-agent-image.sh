@@ -13,8 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker)}
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 BASE=${BASE_IMAGE:-local/debian12-plain:latest}
 IMAGE=${AGENT_IMAGE:-local/workflow-agent}
 PY=${PYTHON:-$ROOT/.venv/bin/python}
@@ -72,22 +71,19 @@ rm -rf "$ctx/pkg"
 hash=$({ echo "$base_id $VERSION $SOURCE"; cat Containerfile scripts/build-agent-image.sh "$CONSTRAINTS";
          (cd "$ctx" && ls wheelhouse && find agent -type f | LC_ALL=C sort | xargs cat); } \
        | sha256sum | cut -c1-16)
-have=$($DOCKER image inspect -f '{{ index .Config.Labels "workflow-agent.hash" }}' "$IMAGE:$VERSION" 2>/dev/null || true)
+have=$(image_hash "$IMAGE:$VERSION")
 if [ "$have" = "$hash" ]; then
   $DOCKER tag "$IMAGE:$VERSION" "$IMAGE:latest"
   echo "agent image: $IMAGE:$VERSION up to date"
   exit 0
 fi
 
-old_id=$($DOCKER image inspect -f '{{.Id}}' "$IMAGE:$VERSION" 2>/dev/null || true)
+old_id=$(image_id "$IMAGE:$VERSION")
 echo "agent image: building $IMAGE:$VERSION from $BASE"
 # BuildKit: the build stage stays in the build cache instead of as an untagged image.
-DOCKER_BUILDKIT=1 $DOCKER build -q --label "workflow-agent.hash=$hash" \
+DOCKER_BUILDKIT=1 $DOCKER build -q --label "$HASH_LABEL=$hash" \
   --build-arg "BASE_IMAGE=$BASE" --build-arg "VERSION=$VERSION" --build-arg "SOURCE=$SOURCE" \
   -t "$IMAGE:$VERSION" -t "$IMAGE:latest" -f "$ctx/Containerfile" "$ctx" >/dev/null
-# The image this one replaces, now untagged, is ours to remove (unless a container uses it).
-if [ -n "$old_id" ] && [ "$($DOCKER image inspect -f '{{len .RepoTags}}' "$old_id" 2>/dev/null)" = 0 ]; then
-  $DOCKER rmi "$old_id" >/dev/null 2>&1 || true
-fi
+drop_replaced "$old_id"
 size=$($DOCKER image inspect -f '{{.Size}}' "$IMAGE:$VERSION")
 echo "agent image: $IMAGE:$VERSION built ($((size / 1000000)) MB)"

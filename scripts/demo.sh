@@ -7,7 +7,7 @@
 # `make demo-down` removes it. A second `make demo` changes nothing (changed=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 DEMO=$STATE/demo
 # Container names: wfa-demo-* for the default STATE, <state name>-demo-* otherwise, so two
 # people's demos on one machine do not collide.

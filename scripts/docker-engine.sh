@@ -3,7 +3,7 @@
 # otherwise, on Debian as root, installs Debian's docker.io and starts dockerd by hand
 # (these machines have no systemd as PID 1, so `systemctl start docker` cannot work).
 set -euo pipefail
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. "$(dirname "$0")/lib.sh"
 mkdir -p "$STATE"
 
 engine_ok() { docker info >/dev/null 2>&1; }

@@ -11,7 +11,7 @@
 # it (server `local`), and $G/env holds GALAXY_URL, PULP_API and the admin credentials (0600).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 G=$STATE/galaxy-server
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 VENV=$STATE/venvs/pulp

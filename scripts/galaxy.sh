@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .venv/bin/activate
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 DIST=$STATE/dist; INSTALLED=$STATE/collections
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 t0=$(date +%s); lap() { echo "   ($(( $(date +%s) - t0 )) s)"; }

@@ -12,8 +12,7 @@
 # so a second run takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker)}
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 mkdir -p "$STATE"
 # The Debian mirror is the machine's own (its apt sources, deb822 or one-line form), never a host
 # name written here: DEBIAN_MIRROR overrides it.
@@ -29,12 +28,10 @@ MIRROR=${DEBIAN_MIRROR:-$(apt_mirror)}
 # not rebuild every image).
 VARIANT=minbase
 
-label_of() { $DOCKER image inspect -f '{{ index .Config.Labels "workflow-agent.hash" }}' "$1" 2>/dev/null || true; }
-
 base() { # suite name; sets base_hash
   local suite=$1 name=$2 rootfs
   base_hash=$(printf '%s %s %s' "$suite" "$MIRROR" "$VARIANT" | sha256sum | cut -c1-16)
-  if [ "$(label_of "$name")" = "$base_hash" ]; then echo "images: $name up to date"; return; fi
+  if [ "$(image_hash "$name")" = "$base_hash" ]; then echo "images: $name up to date"; return; fi
   command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
   rootfs=$(mktemp -d "$STATE/rootfs.XXXXXX")
   trap 'rm -rf "$rootfs"' EXIT
@@ -42,7 +39,7 @@ base() { # suite name; sets base_hash
   debootstrap --variant="$VARIANT" "$suite" "$rootfs" "$MIRROR" >"$STATE/debootstrap-$suite.log" 2>&1 \
     || { tail -n 20 "$STATE/debootstrap-$suite.log" >&2; exit 1; }
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" -c . | $DOCKER import --change "LABEL workflow-agent.hash=$base_hash" \
+  tar -C "$rootfs" -c . | $DOCKER import --change "LABEL $HASH_LABEL=$base_hash" \
     --change 'CMD ["/bin/bash"]' - "$name" >/dev/null
   rm -rf "$rootfs"; trap - EXIT
   echo "images: $name built"
@@ -55,9 +52,9 @@ build() { # name dir base-image [parent-hash]: dir is the build context, every f
       | sha256sum | cut -c1-16)
   h=$(printf '%s %s' "$parent" "$h" | sha256sum | cut -c1-16)
   built_hash=$h
-  if [ "$(label_of "$name")" = "$h" ]; then echo "images: $name up to date"; return; fi
+  if [ "$(image_hash "$name")" = "$h" ]; then echo "images: $name up to date"; return; fi
   echo "images: building $name"
-  $DOCKER build -q --build-arg "BASE_IMAGE=$from" --label "workflow-agent.hash=$h" -t "$name" \
+  $DOCKER build -q --build-arg "BASE_IMAGE=$from" --label "$HASH_LABEL=$h" -t "$name" \
     -f "$dir/Containerfile" "$dir" >/dev/null
   echo "images: $name built"
 }

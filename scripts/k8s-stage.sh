@@ -6,7 +6,7 @@
 # the reports each of these must fill (scripts/verdict.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 K8S=/var/tmp/workflow-agent-k8s
 . .venv/bin/activate
 was_up=0

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 echo "-- ruff"; ruff check . && ruff format --check .
 echo "-- yamllint"; yamllint -s .
 # ansible-lint resolves the collection's own FQCNs through a collections path that holds it.
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 mkdir -p "$STATE/lint/ansible_collections/selfhosted"
 ln -sfn "$PWD" "$STATE/lint/ansible_collections/selfhosted/workflow_agent"
 export ANSIBLE_COLLECTIONS_PATH="$STATE/lint:$(python -c 'import ansible_collections, os; print(os.path.dirname(list(ansible_collections.__path__)[0]))')"

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . .venv/bin/activate
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 export ANSIBLE_COLLECTIONS_PATH=$STATE/collections
 test -d "$ANSIBLE_COLLECTIONS_PATH/ansible_collections/selfhosted/workflow_agent" \
   || { echo "run 'make galaxy' first (no installed collection at $ANSIBLE_COLLECTIONS_PATH)" >&2; exit 1; }

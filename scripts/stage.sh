@@ -4,7 +4,7 @@
 # Each SUITE (REPORT[::PATH], see scripts/verdict.py) must run at least one case that does not
 # skip, else the stage fails even when its command exits 0; the skips left are listed.
 set -uo pipefail
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. "$(dirname "$0")/lib.sh"
 name=$1; shift
 suites=()
 while [ "${1:-}" = --require ]; do suites+=("$2"); shift 2; done

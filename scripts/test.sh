@@ -3,7 +3,7 @@
 # line; all stages run even after a failure so one run shows everything; exit 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. scripts/lib.sh
 export WORKFLOW_AGENT_STATE=$STATE
 mkdir -p "$STATE/logs"; rm -f "$STATE/summary"; rm -rf "$STATE/junit"; mkdir -p "$STATE/junit"
 t0=$(date +%s)

@@ -6,8 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd ../.. && pwd)
-DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker)}
-STATE=${WORKFLOW_AGENT_STATE:-/var/tmp/workflow-agent-dev}
+. ../../scripts/lib.sh
 IMAGE=${EMULATOR_IMAGE:-local/workflow-emulator:latest}
 BASE=${BASE_IMAGE:-local/debian12-plain:latest}
 PY=${PYTHON:-$ROOT/.venv/bin/python}
@@ -31,7 +30,7 @@ fi
 
 hash=$({ echo "$base_id"; ls "$wheels"; cat Containerfile build-image.sh pyproject.toml;
          find src -name '*.py' | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
-have=$($DOCKER image inspect -f '{{ index .Config.Labels "workflow-agent.hash" }}' "$IMAGE" 2>/dev/null || true)
+have=$(image_hash "$IMAGE")
 if [ "$have" = "$hash" ]; then
   echo "emulator image: $IMAGE up to date"
   exit 0
@@ -48,6 +47,6 @@ cp -r pyproject.toml src "$ctx/pkg/"
 rm -rf "$ctx/pkg"
 cp Containerfile "$ctx/"
 echo "emulator image: building $IMAGE"
-$DOCKER build -q --label "workflow-agent.hash=$hash" --build-arg "BASE_IMAGE=$BASE" \
+$DOCKER build -q --label "$HASH_LABEL=$hash" --build-arg "BASE_IMAGE=$BASE" \
   -t "$IMAGE" -f "$ctx/Containerfile" "$ctx" >/dev/null
 echo "emulator image: $IMAGE built"

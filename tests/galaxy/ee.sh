@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=$1 cols=$2 work=$3 galaxy_cfg=$4
 IMAGE=local/workflow-agent-ee:latest
-DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker)}
+. scripts/lib.sh
 fail() { echo "execution environment: $*" >&2; exit 1; }
 ours=ansible_collections/selfhosted/workflow_agent
 [ -f "$galaxy_cfg" ] || fail "no Galaxy server config at $galaxy_cfg (is the server running?)"
@@ -61,11 +61,11 @@ base_id=$($DOCKER image inspect -f '{{.Id}}' local/debian12-ee-base:latest 2>/de
 hash=$({ echo "$base_id"; cat tests/galaxy/execution-environment.yml requirements/galaxy-importer.txt
          find "$cols/ansible_collections" -mindepth 3 -maxdepth 3 \( -name MANIFEST.json -o -name FILES.json \) \
            | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
-have=$($DOCKER image inspect -f '{{ index .Config.Labels "workflow-agent.hash" }}' "$IMAGE" 2>/dev/null || true)
+have=$(image_hash "$IMAGE")
 if [ "$have" = "$hash" ]; then
   echo "execution environment: $IMAGE up to date"
 else
-  old_id=$($DOCKER image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+  old_id=$(image_id "$IMAGE")
   echo "execution environment: ansible-builder build $IMAGE (log: $work/build.log)"
   t=$(date +%s)
   # ansible-builder runs `docker` from PATH: here the Debian client, whose BuildKit keeps the
@@ -77,12 +77,10 @@ else
   echo "# the collections this build installs: $hash" >> "$work/def/ansible.cfg"
   PATH=$work/bin:$PATH DOCKER_BUILDKIT=1 "$venv/bin/ansible-builder" build -f "$def" -c "$work/build-context" \
     -t "$IMAGE" --container-runtime docker -v 3 \
-    --extra-build-cli-args "--network host --label workflow-agent.hash=$hash" > "$work/build.log" 2>&1 \
+    --extra-build-cli-args "--network host --label $HASH_LABEL=$hash" > "$work/build.log" 2>&1 \
     || { tail -n 40 "$work/build.log" >&2; fail "ansible-builder build failed (above; log: $work/build.log)"; }
   rm -rf "$work/build-context"  # it holds a copy of ansible.cfg
-  if [ -n "$old_id" ] && [ "$($DOCKER image inspect -f '{{len .RepoTags}}' "$old_id" 2>/dev/null)" = 0 ]; then
-    $DOCKER rmi "$old_id" >/dev/null 2>&1 || true
-  fi
+  drop_replaced "$old_id"
   echo "execution environment: built in $(( $(date +%s) - t )) s ($(( $($DOCKER image inspect -f '{{.Size}}' "$IMAGE") / 1000000 )) MB)"
 fi
 
