@@ -5,6 +5,7 @@
 K8S_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 STATE=${WORKFLOW_AGENT_STATE:-${STATE:-/var/tmp/workflow-agent-dev}}
 K8S_DIR=$STATE/k8s
+PKI=$K8S_DIR/pki
 # One cluster per machine (fixed ports, bridge and node name): this directory records which
 # STATE owns it and holds a stable kubeconfig symlink.
 STABLE_DIR=/var/tmp/workflow-agent-k8s

@@ -5,6 +5,9 @@
 # CNI plugins. Writes $STATE/k8s/kubeconfig (symlinked at /var/tmp/workflow-agent-k8s/kubeconfig),
 # waits for the node to be Ready and imports the local images. Idempotent: a healthy cluster of
 # this STATE is reused. On failure it prints the logs and removes what it started.
+# The pieces: lib.sh (settings), build.sh (binaries), pki.sh (certificates, kubeconfigs),
+# network.sh (bridge, forwarding), config.sh (the daemons' config files), import-image.sh; this
+# file orders them and starts and waits for the daemons.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -134,82 +137,10 @@ start_daemon() { # name, command...
   echo $! >"$K8S_DIR/run/$name.pid"
 }
 
-# --- certificates (EC P-256; fast) -------------------------------------------------------------
-PKI=$K8S_DIR/pki
-new_key() {
-  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null
-  chmod 600 "$1"
-}
-new_cert() { # name, subject, extendedKeyUsage, [subjectAltName]
-  local n=$PKI/$1
-  new_key "$n.key"
-  openssl req -new -key "$n.key" -subj "$2" -out "$n.csr" 2>/dev/null
-  {
-    echo "basicConstraints=CA:FALSE"
-    echo "keyUsage=critical,digitalSignature,keyEncipherment"
-    echo "extendedKeyUsage=$3"
-    [ -z "${4:-}" ] || echo "subjectAltName=$4"
-  } >"$n.ext"
-  openssl x509 -req -in "$n.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -set_serial "0x$(openssl rand -hex 8)" \
-    -days 3650 -extfile "$n.ext" -out "$n.crt" 2>/dev/null
-  rm -f "$n.csr" "$n.ext"
-}
-new_key "$PKI/ca.key"
-openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=wfa-k8s-ca" -days 3650 -out "$PKI/ca.crt" \
-  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-new_cert apiserver "/CN=kube-apiserver" serverAuth \
-  "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$NODE_IP,IP:$KUBE_SVC_IP"
-new_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
-new_cert admin "/O=system:masters/CN=wfa-k8s-admin" clientAuth
-new_cert controller-manager "/CN=system:kube-controller-manager" clientAuth
-new_cert scheduler "/CN=system:kube-scheduler" clientAuth
-new_cert kube-proxy "/CN=system:kube-proxy" clientAuth
-new_cert kubelet-client "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
-new_cert kubelet "/CN=$NODE_NAME" serverAuth "DNS:$NODE_NAME,DNS:localhost,IP:$NODE_IP,IP:127.0.0.1"
-new_key "$PKI/sa.key"
-openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
-
-write_kubeconfig() { # file, user cert name
-  local f=$K8S_DIR/$1
-  cat >"$f" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: wfa-k8s
-  cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
-    certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
-users:
-- name: $2
-  user:
-    client-certificate-data: $(base64 -w0 "$PKI/$2.crt")
-    client-key-data: $(base64 -w0 "$PKI/$2.key")
-contexts:
-- name: wfa-k8s
-  context: {cluster: wfa-k8s, user: $2}
-current-context: wfa-k8s
-EOF
-  chmod 600 "$f"
-}
-write_kubeconfig kubeconfig admin
-for c in controller-manager scheduler kube-proxy kubelet-client; do
-  write_kubeconfig "$c.kubeconfig" "$c"
-done
-
-# --- the bridge (its address is the node IP) and forwarding past Docker's DROP policy ---------
-if ! ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
-  ip link add "$CNI_BRIDGE" type bridge
-fi
-# A fixed MAC: otherwise the bridge takes the lowest MAC of its ports, which changes as pods
-# come and go, and pods' ARP entries for the gateway go stale (connections to the node IP
-# then time out for up to a minute).
-ip link set "$CNI_BRIDGE" address 02:77:66:61:00:01
-ip addr replace "$NODE_IP/${POD_CIDR#*/}" dev "$CNI_BRIDGE"
-ip link set "$CNI_BRIDGE" up
-for dir in -i -o; do
-  iptables -C FORWARD "$dir" "$CNI_BRIDGE" -m comment --comment "$CNI_NET" -j ACCEPT 2>/dev/null ||
-    iptables -I FORWARD 1 "$dir" "$CNI_BRIDGE" -m comment --comment "$CNI_NET" -j ACCEPT
-done
+# --- certificates and kubeconfigs, the bridge, the daemons' config files ----------------------
+bash "$K8S_SRC/pki.sh"
+bash "$K8S_SRC/network.sh"
+bash "$K8S_SRC/config.sh"
 
 # --- etcd and the control plane ------------------------------------------------------------------
 start_daemon etcd "$KUBE" etcd --name wfa-k8s --data-dir "$K8S_DIR/etcd" \
@@ -254,55 +185,6 @@ start_daemon kube-scheduler "$KUBE" kube-scheduler \
   --leader-elect=false --bind-address 127.0.0.1 --profiling=false
 
 # --- containerd (private instance), CNI and the pause image ----------------------------------------
-cat >"$K8S_DIR/cni/net.d/10-$CNI_NET.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "$CNI_NET",
-  "plugins": [
-    {
-      "type": "bridge", "bridge": "$CNI_BRIDGE", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-      "ipam": {
-        "type": "host-local", "dataDir": "$K8S_DIR/cni/ipam",
-        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$NODE_IP"}]],
-        "routes": [{"dst": "0.0.0.0/0"}]
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-EOF
-cat >"$K8S_DIR/containerd/config.toml" <<EOF
-# Private containerd for the kubelet; dockerd keeps its own. See tests/k8s/README.md.
-version = 2
-root = "$K8S_DIR/containerd/root"
-state = "$K8S_DIR/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
-[grpc]
-  address = "$CONTAINERD_SOCK"
-[ttrpc]
-  address = "$CONTAINERD_SOCK.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$K8S_DIR/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "docker.io/$PAUSE_IMAGE"
-  # CAP_SYS_RESOURCE is missing: runc may not lower oom_score_adj below containerd's own.
-  restrict_oom_score_adj = true
-  # netns bind mounts under our state dir, not /run/netns, so down.sh finds exactly ours.
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = "$K8S_DIR/containerd/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$K8S_DIR/cni/net.d"
-EOF
 start_daemon containerd containerd --config "$K8S_DIR/containerd/config.toml"
 wait_for containerd ctr --address "$CONTAINERD_SOCK" version
 
@@ -319,54 +201,10 @@ import_images "$PAUSE_IMAGE"
 for s in $KUBELET_SYSCTLS; do
   echo "$s=$(sysctl -n "$s")"
 done >"$K8S_DIR/sysctl.saved"
-cat >"$K8S_DIR/kubelet/config.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $PKI/ca.crt}
-authorization: {mode: Webhook}
-tlsCertFile: $PKI/kubelet.crt
-tlsPrivateKeyFile: $PKI/kubelet.key
-address: 0.0.0.0
-healthzBindAddress: 127.0.0.1
-readOnlyPort: 0
-# This machine: cgroups v1 hybrid (kubelet >= 1.35 refuses v1 unless told), cgroupfs like
-# dockerd, no swap accounting worth failing on.
-cgroupDriver: cgroupfs
-failCgroupV1: false
-failSwapOn: false
-protectKernelDefaults: false
-podLogsDir: $K8S_DIR/pod-logs
-resolvConf: /etc/resolv.conf
-clusterDomain: cluster.local
-serializeImagePulls: false
-# Shared disk: evict only when really full; never garbage-collect the imported images early.
-evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%, nodefs.inodesFree: 2%}
-imageGCHighThresholdPercent: 98
-imageGCLowThresholdPercent: 95
-EOF
 start_daemon kubelet "$KUBE" kubelet --config "$K8S_DIR/kubelet/config.yaml" \
   --kubeconfig "$K8S_DIR/kubelet-client.kubeconfig" --root-dir "$K8S_DIR/kubelet/root" \
   --hostname-override "$NODE_NAME" --node-ip "$NODE_IP"
 
-cat >"$K8S_DIR/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection: {kubeconfig: $K8S_DIR/kube-proxy.kubeconfig}
-hostnameOverride: $NODE_NAME
-mode: iptables
-clusterCIDR: $POD_CIDR
-bindAddress: 127.0.0.1
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-# Leave host sysctls alone: no conntrack table tuning, no route_localnet.
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-iptables: {localhostNodePorts: false}
-nodePortAddresses: [primary] # NodePorts on the node IP only, not on eth0
-EOF
 start_daemon kube-proxy "$KUBE" kube-proxy --config "$K8S_DIR/kube-proxy.yaml"
 
 # While the node registers: the project's images (seconds each).
