@@ -47,7 +47,7 @@ ARGUMENT_SPEC = {
     "files": {"type": "list", "elements": "path", "default": []},
     "reads": {"type": "list", "elements": "path", "default": []},
     "paths": {"type": "list", "elements": "dict", "default": [], "options": _PATH},
-    "user": {"type": "dict", "options": _USER},
+    "users": {"type": "list", "elements": "dict", "default": [], "options": _USER},
     "groups": {"type": "list", "elements": "str", "default": []},
     "systemd": {
         "type": "dict",
@@ -58,7 +58,7 @@ ARGUMENT_SPEC = {
     },
     "health": {"type": "list", "elements": "int", "default": []},
 }
-REQUEST_KEYS = ("lists", "files", "reads", "paths", "user", "groups", "systemd", "health")
+REQUEST_KEYS = ("lists", "files", "reads", "paths", "users", "groups", "systemd", "health")
 HOST_KEYS = ("python", "ok", "executable", "system", "machine", "libc", "macos")
 
 

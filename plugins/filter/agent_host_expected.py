@@ -57,6 +57,11 @@ options:
     description: The agent's user (C(name), C(group), C(shell), C(home), C(comment)).
     type: dict
     required: true
+  job_user_spec:
+    description:
+      - The process target's job user (C(name), C(group), C(shell), C(home), C(comment)), if
+        any; its home is looked at too (a directory of its own, 0700).
+    type: dict
   launchd_dir:
     description: The LaunchDaemons directory (launchd).
     type: str
@@ -85,7 +90,7 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - The request, C(lists) and C(systemd), and with state present C(paths), C(user), C(groups),
+    - The request, C(lists) and C(systemd), and with state present C(paths), C(users), C(groups),
       C(reads), C(health) and C(files).
   type: dict
 """

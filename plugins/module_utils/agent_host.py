@@ -113,8 +113,10 @@ def expected(
     health=False,
     started=True,
     enabled=True,
+    job_user_spec=None,
 ):
-    """The options of the role's agent_host_info call (see there)."""
+    """The options of the role's agent_host_info call (see there). ``job_user_spec``: the
+    process target's job user, whose home (0700, its own) is looked at too."""
     systemd = service_manager == "systemd"
     spec = {"lists": [config_dir, install_dir, install_dir + "/wheelhouse"]}
     if not systemd:
@@ -123,9 +125,22 @@ def expected(
         spec["systemd"] = {"pattern": unit + "@*", "units": []}
     if state != "present":
         return spec
+    job = [job_user_spec] if job_user_spec else []
+    job_home = [
+        {
+            "path": j["home"],
+            "state": "directory",
+            "owner": j["name"],
+            "group": j["group"],
+            "mode": "0700",
+        }
+        for j in job
+    ]
     spec.update(
-        paths=list(paths) + [{"path": install_dir + "/current", "state": "link", "src": venv}],
-        user=user_spec,
+        paths=list(paths)
+        + [{"path": install_dir + "/current", "state": "link", "src": venv}]
+        + job_home,
+        users=[user_spec] + job,
         groups=["docker"] if systemd else [],
         reads=[venv + "/.wheelhouse"],
         health=[i["port"] for i in present] if health else [],

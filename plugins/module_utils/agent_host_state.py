@@ -12,7 +12,7 @@ too).
 
 It reports this interpreter (the agent's Python is chosen from it), what the host already has
 (listings, stat-like facts of files, group members, the first 4 KiB of the files in
-``reads``), which wanted paths and which wanted user the host does not match (type, owner,
+``reads``), which wanted paths and which wanted users the host does not match (type, owner,
 group, mode, content sha1, link target), the systemd units not in their wanted states, and
 the health of local agent instances. When in doubt an expectation counts as unmet: the caller
 then runs the ordinary module, which decides.
@@ -223,7 +223,7 @@ def look(spec):
         out["lists"] = {path: listdir(path) for path in spec.get("lists", [])}
         out["files"] = {path: describe(path) for path in spec.get("files", [])}
         out["paths_differ"] = [w["path"] for w in spec.get("paths", []) if path_differs(w)]
-        out["user_differs"] = bool(spec.get("user")) and user_differs(spec["user"])
+        out["users_differ"] = [u["name"] for u in spec.get("users", []) if user_differs(u)]
         out["groups"] = {name: group_members(name) for name in spec.get("groups", [])}
         out["reads"] = {}
         for path in spec.get("reads", []):

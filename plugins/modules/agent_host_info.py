@@ -20,7 +20,7 @@ description:
     wrapper, so it costs one round trip per candidate tried.
   - It reports the interpreter and the platform, what the host already has (the listings of
     O(lists), stat-like facts of O(files), the members of O(groups), the start of O(reads)),
-    which of O(paths) and O(user) the host does not match, the O(systemd) units not in their
+    which of O(paths) and O(users) the host does not match, the O(systemd) units not in their
     wanted states, and the health of the local agent instances on the O(health) ports.
   - The C(agent) role runs it once in its preflight, then runs ordinary modules only for what
     differs, so a converge that changes nothing costs this one call. When in doubt an
@@ -91,9 +91,11 @@ options:
       src:
         description: Where a link should point (O(paths[].state=link)).
         type: path
-  user:
-    description: A wanted local user; it differs when missing or set otherwise.
-    type: dict
+  users:
+    description: Wanted local users; one differs when missing or set otherwise.
+    type: list
+    elements: dict
+    default: []
     suboptions:
       name:
         description: The user's name.
@@ -193,6 +195,9 @@ EXAMPLES = r"""
     files: [/etc/workflow-agent/a.yaml]
     paths:
       - {path: /var/lib/workflow-agent, state: directory, owner: workflow-agent, mode: "0750"}
+    users:
+      - {name: workflow-agent, group: workflow-agent, shell: /usr/sbin/nologin,
+         home: /var/lib/workflow-agent, comment: Workflow agent}
     systemd:
       pattern: workflow-agent@*
       units:
@@ -265,9 +270,11 @@ state:
       type: list
       elements: str
       sample: [/var/lib/workflow-agent]
-    user_differs:
-      description: Whether O(user) is missing or set otherwise.
-      type: bool
+    users_differ:
+      description: The names of the O(users) that are missing or set otherwise.
+      type: list
+      elements: str
+      sample: [workflow-agent-job]
     groups:
       description: The supplementary members of each of O(groups), or V(null).
       type: dict

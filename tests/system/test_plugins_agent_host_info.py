@@ -38,6 +38,15 @@ def test_first_usable_python_reports_what_the_host_has_and_what_differs(emu, mak
             {"path": str(site / "current"), "state": "link", "src": str(site / "conf")},
         ],
         "groups": [MY_GROUP, "no-such-group-here"],
+        "users": [
+            {
+                "name": "no-such-user-here",
+                "group": MY_GROUP,
+                "shell": "/bin/sh",
+                "home": str(site),
+                "comment": "nobody",
+            }
+        ],
         "health": [agent.port],
     }
     for check in (False, True):  # it only looks: check mode reports the same
@@ -61,6 +70,7 @@ def test_first_usable_python_reports_what_the_host_has_and_what_differs(emu, mak
         assert state["reads"] == {str(site / "conf" / "a.yaml"): "slots: 2\n"}
         assert state["paths_differ"] == [str(site / "conf"), str(site / "current")]
         assert state["groups"]["no-such-group-here"] is None and MY_GROUP in state["groups"]
+        assert state["users_differ"] == ["no-such-user-here"]
         (health,) = state["health"]
         assert (health["healthy"], health["instance"], health["slots"]) == (True, "a", 2)
 

@@ -148,6 +148,7 @@ def test_unsupported_platform(tmp_path, plain):
         ),
         ({"workflow_agent_proxy": {"socks": "x"}}, "workflow_agent_proxy.socks. Supported"),
         ({"workflow_agent_service_state": "paused"}, "workflow_agent_service_state must be one of"),
+        ({"workflow_agent_python": "/usr/bin/python3.99"}, "None of /usr/bin/python3.99 runs on"),
         (
             {
                 "workflow_agent_instances": [

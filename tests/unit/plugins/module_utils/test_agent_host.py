@@ -128,6 +128,20 @@ def test_state_present_on_systemd():
     ]
 
 
+def test_the_job_user_and_its_home_are_looked_at_too():
+    job = {"name": "wfa-job", "group": "wfa-job", "shell": "/x", "home": "/var/lib/wfa/job-home"}
+    got = expected("present", "systemd", job_user_spec=job, **SPEC)
+    assert got["users"] == [{"name": "wfa"}, job]
+    assert got["paths"][-1] == {
+        "path": "/var/lib/wfa/job-home",
+        "state": "directory",
+        "owner": "wfa-job",
+        "group": "wfa-job",
+        "mode": "0700",
+    }
+    assert expected("present", "systemd", **SPEC)["users"] == [{"name": "wfa"}]
+
+
 def test_state_present_on_launchd_without_health():
     got = expected("present", "launchd", **SPEC)
     assert "systemd" not in got

@@ -201,12 +201,18 @@ def test_look_reports_the_interpreter_and_only_what_was_asked(tree):
     got = look({"lists": [str(tree)], "reads": [str(tree / "file"), str(tree / "missing")]})
     assert got["lists"] == {str(tree): ["dir", "file", "link"]}
     assert got["reads"] == {str(tree / "file"): "hello\n", str(tree / "missing"): None}
-    assert got["paths_differ"] == [] and got["user_differs"] is False and "systemd" not in got
+    assert got["paths_differ"] == [] and got["users_differ"] == [] and "systemd" not in got
 
 
 def test_runs_as_the_action_sends_it(tree):
     """`python -c <source> <request>`: the whole file, with nothing but the standard library."""
-    request = {"paths": [want(tree / "dir", "directory", mode="0700")], "groups": [MY_GROUP]}
+    me = {"name": ME.pw_name, "group": MY_GROUP, "shell": ME.pw_shell, "home": ME.pw_dir}
+    users = [{**me, "comment": ME.pw_gecos}, {**me, "name": "no-such-user-here", "comment": ""}]
+    request = {
+        "paths": [want(tree / "dir", "directory", mode="0700")],
+        "groups": [MY_GROUP],
+        "users": users,
+    }
     run = subprocess.run(
         [sys.executable, "-I", "-c", inspect.getsource(agent_host_state), json.dumps(request)],
         capture_output=True,
@@ -217,4 +223,5 @@ def test_runs_as_the_action_sends_it(tree):
     report = json.loads(run.stdout)
     assert report["paths_differ"] == [str(tree / "dir")]
     assert MY_GROUP in report["groups"]
+    assert report["users_differ"] == ["no-such-user-here"]
     assert report["python"] == "{}.{}".format(*sys.version_info[:2])
