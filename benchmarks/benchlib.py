@@ -77,6 +77,18 @@ def spread(runs: list) -> dict:
     return first
 
 
+def linear_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least squares `seconds = fixed + per_host * hosts` over (hosts, seconds) points: how a
+    rollout's cost grows with the fleet, to read off a size that was not measured."""
+    if len({x for x, _ in points}) < 2:
+        raise ValueError("a fit needs at least two different host counts")
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return my - slope * mx, slope
+
+
 def judge(figure: dict | None, goal: float) -> str:
     """A goal of the form "at most `goal`", judged across the spread, not on one run:
     met when every run met it, missed when none did, within noise when the spread straddles it."""

@@ -35,7 +35,7 @@ import image
 import overhead
 import rollout
 import slots
-from benchlib import judge, spread
+from benchlib import judge, linear_fit, spread
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SECTIONS = ("overhead", "footprint", "slots", "fleet", "image", "rollout")
@@ -240,6 +240,33 @@ def rows(results: dict) -> list[list[str]]:
                     judge(n["no_op_ratio"], 1.5),
                 ]
             )
+        out += growth_rows(r["sizes"])
+    return out
+
+
+def growth_rows(sizes: dict) -> list[list[str]]:
+    """How a rollout's cost grows with the fleet: a straight line through the measured sizes
+    (first converge; no-op medians), read off at 200 hosts."""
+    if len(sizes) < 2:
+        return []
+    counts = ", ".join(str(c) for c in sizes)
+    out = []
+    for label, seconds in (
+        ("first converge", lambda sz: sz["first_converge"]["seconds"]),
+        ("no-op re-run", lambda sz: sz["no_op"]["no_op_s"]["median"]),
+    ):
+        fixed, per_host = linear_fit([(int(c), seconds(sz)) for c, sz in sizes.items()])
+        at_200 = fixed + 200 * per_host
+        out.append(
+            [
+                f"Rollout growth, {label}",
+                f"{fixed:.1f} s + {per_host:.2f} s/host; 200 hosts ≈ {at_200:.0f} s",
+                f"least squares over {counts} hosts",
+                "",
+                "",
+                "",
+            ]
+        )
     return out
 
 

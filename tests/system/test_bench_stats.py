@@ -45,3 +45,37 @@ def test_judge_takes_the_whole_spread(values, goal, verdict):
 
 def test_judge_without_a_figure_is_na():
     assert benchlib.judge(None, 1.0) == "n/a"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_linear_fit_reads_off_fixed_cost_and_cost_per_host():
+    fixed, per_host = benchlib.linear_fit([(10, 25.0), (25, 47.5), (50, 85.0)])
+    assert (round(fixed, 6), round(per_host, 6)) == (10.0, 1.5)
+    with pytest.raises(ValueError, match="two different host counts"):
+        benchlib.linear_fit([(10, 25.0), (10, 26.0)])
+
+
+def test_growth_rows_read_a_200_host_rollout_off_the_measured_sizes(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    run = _load("run")
+
+    def size(first, no_op):
+        return {"first_converge": {"seconds": first}, "no_op": {"no_op_s": {"median": no_op}}}
+
+    sizes = {"10": size(25.0, 12.0), "25": size(47.5, 15.0), "50": size(85.0, 20.0)}
+    first, no_op = run.growth_rows(sizes)
+    assert first[:3] == [
+        "Rollout growth, first converge",
+        "10.0 s + 1.50 s/host; 200 hosts ≈ 310 s",
+        "least squares over 10, 25, 50 hosts",
+    ]
+    assert no_op[1] == "10.0 s + 0.20 s/host; 200 hosts ≈ 50 s"
+    assert run.growth_rows({"10": size(25.0, 12.0)}) == []  # one size: no line to draw
