@@ -24,13 +24,25 @@ def section(report: dict) -> str:
     m = report["machine"]
     rows = report["table"]
     header = list(rows[0])
+    # Sections re-run alone (run.py --only) carry the commit and date they were measured at.
+    at: dict[tuple[str, str], list[str]] = {}
+    for name, result in report["results"].items():
+        measured = result.get("measured", {"commit": m["commit"], "started": report["started"]})
+        at.setdefault((measured["commit"], measured["started"][:10]), []).append(name)
+    if len(at) == 1:
+        when = f"at commit `{m['commit']}` on {report['started'][:10]}"
+        took = f", {round(report['duration_s'] / 60)} minutes in all"
+    else:
+        when = "; ".join(f"{', '.join(n)} at commit `{c}` on {d}" for (c, d), n in at.items())
+        took = ""
     lines = [
         BEGIN,
-        f"Measured by `make bench` at commit `{m['commit']}` on {report['started'][:10]}: "
+        f"Measured by `make bench` ({when}): "
         f"{m['cpu']}, {m['cores']} cores, {m['memory']}, {m['os']}, Docker {m['docker']}; "
         f"load {m['load_average_at_start'][0]} at the start, {m['load_average_at_end'][0]} at "
-        f"the end; {report['args'].get('repeats', 1)} runs of each figure, "
-        f"{round(report['duration_s'] / 60)} minutes in all.",
+        f"the end; {report['args'].get('repeats', 1)} runs of each figure{took}.",
+    ]
+    lines += [
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),

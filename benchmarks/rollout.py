@@ -60,8 +60,31 @@ def _teardown() -> None:
     _docker("network", "rm", NET, check=False)
 
 
+INOTIFY = Path("/proc/sys/fs/inotify/max_user_instances")
+INOTIFY_PER_HOST = 8  # systemd, journald, logind ... of one host container, with room
+
+
+def _inotify(count: int) -> None:
+    """The host containers' systemd share the machine's per-user inotify instance limit; past it,
+    the next container's systemd never finishes booting (the default 128 fits about 30 hosts).
+    Raised as kind's docs advise for many nodes; never lowered."""
+    need = 128 + count * INOTIFY_PER_HOST
+    have = int(INOTIFY.read_text())
+    if have >= need:
+        return
+    try:
+        INOTIFY.write_text(str(need))
+    except OSError as exc:
+        raise RuntimeError(
+            f"{count} systemd hosts need fs.inotify.max_user_instances >= {need} (it is {have}): "
+            f"sysctl -w fs.inotify.max_user_instances={need}"
+        ) from exc
+    print(f"bench: fs.inotify.max_user_instances {have} -> {need}", file=sys.stderr, flush=True)
+
+
 def _setup(work: Path, count: int) -> None:
     _teardown()
+    _inotify(count)
     _docker("network", "create", NET)
     token = "pul-" + secrets.token_hex(20)
     (work / "pool-token").write_text(token)

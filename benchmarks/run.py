@@ -270,6 +270,10 @@ def growth_rows(sizes: dict) -> list[list[str]]:
     return out
 
 
+def _iso(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc).isoformat()
+
+
 def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}×" if a is not None and b else ""
 
@@ -368,12 +372,30 @@ def main(argv: list[str] | None = None) -> int:
         results[name]["section_seconds"] = round(time.monotonic() - t0, 1)
         print(f"bench: {name} done in {time.monotonic() - t0:.0f}s", file=sys.stderr, flush=True)
 
+    for result in results.values():
+        result["measured"] = {"commit": described["commit"], "started": _iso(started)}
+    # A re-run of some sections (--only) keeps the others from the last full results, each with
+    # the commit and date it was measured at.
+    last = (
+        json.loads((RESULTS / "latest.json").read_text())
+        if (RESULTS / "latest.json").exists()
+        else {}
+    )
+    if not args.smoke and set(chosen) != set(SECTIONS) and last:
+        for name, result in last.get("results", {}).items():
+            if name not in results:
+                results[name] = result
+                result.setdefault(
+                    "measured", {"commit": last["machine"]["commit"], "started": last["started"]}
+                )
+        results = {name: results[name] for name in SECTIONS if name in results}
+        args.only = ",".join(results)
     body = rows(results)
     header = ["Figure", "Value: median (min–max)", "Baseline (same runs)", "Ratio", "Goal"]
     header.append("Verdict")
     report = {
         "machine": {**described, "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
-        "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(),
+        "started": _iso(started),
         "duration_s": round(time.time() - started, 1),
         "args": {**vars(args), "hosts": list(sizes)},
         "results": results,
