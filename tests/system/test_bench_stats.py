@@ -4,6 +4,7 @@ only when the goal holds across every run, "within noise" when the spread stradd
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,23 @@ def _load(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_readme_shows_the_committed_full_run():
+    """The README's benchmark table is results/latest.json's, and that file is a full run: every
+    section, every figure repeated at least 5 times, the rollout at 10, 25 and 50 hosts."""
+    readme_table = _load("readme_table")
+    report = json.loads(readme_table.LATEST.read_text())
+    assert readme_table.section(report) in readme_table.README.read_text(), (
+        "README's benchmark section differs from results/latest.json: "
+        "run python benchmarks/readme_table.py --write"
+    )
+    args = report["args"]
+    assert args["repeats"] >= 5 and not args["smoke"]
+    assert args["hosts"] == [10, 25, 50]
+    sections = {"overhead", "footprint", "slots", "fleet", "image", "rollout"}
+    assert set(args["only"].split(",")) == sections == set(report["results"])
+    assert not [name for name, result in report["results"].items() if "error" in result]
 
 
 def test_linear_fit_reads_off_fixed_cost_and_cost_per_host():
