@@ -38,6 +38,7 @@ import slots
 from benchlib import judge, linear_fit, spread
 
 RESULTS = Path(__file__).resolve().parent / "results"
+LATEST = RESULTS / "latest.json"
 SECTIONS = ("overhead", "footprint", "slots", "fleet", "image", "rollout")
 
 
@@ -376,11 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         result["measured"] = {"commit": described["commit"], "started": _iso(started)}
     # A re-run of some sections (--only) keeps the others from the last full results, each with
     # the commit and date it was measured at.
-    last = (
-        json.loads((RESULTS / "latest.json").read_text())
-        if (RESULTS / "latest.json").exists()
-        else {}
-    )
+    last = json.loads(LATEST.read_text()) if LATEST.exists() else {}
     if not args.smoke and set(chosen) != set(SECTIONS) and last:
         for name, result in last.get("results", {}).items():
             if name not in results:
@@ -418,8 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(exist_ok=True)
     tmp = RESULTS / "latest.json.tmp"
     tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, RESULTS / "latest.json")
-    print(f"\nwritten: {RESULTS / 'latest.json'}")
+    os.replace(tmp, LATEST)
+    print(f"\nwritten: {LATEST}")
     return 0
 
 
