@@ -27,7 +27,7 @@ def section(report: dict) -> str:
     # Sections re-run alone (run.py --only) carry the commit and date they were measured at.
     at: dict[tuple[str, str], list[str]] = {}
     for name, result in report["results"].items():
-        measured = result.get("measured", {"commit": m["commit"], "started": report["started"]})
+        measured = result["measured"]
         at.setdefault((measured["commit"], measured["started"][:10]), []).append(name)
     if len(at) == 1:
         when = f"at commit `{m['commit']}` on {report['started'][:10]}"

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import time
 import traceback
-from pathlib import Path
 
 import benchlib
 import fleet
@@ -36,9 +35,9 @@ import overhead
 import rollout
 import slots
 from benchlib import judge, linear_fit, spread
+from readme_table import LATEST
 
-RESULTS = Path(__file__).resolve().parent / "results"
-LATEST = RESULTS / "latest.json"
+RESULTS = LATEST.parent
 SECTIONS = ("overhead", "footprint", "slots", "fleet", "image", "rollout")
 
 
@@ -380,11 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     last = json.loads(LATEST.read_text()) if LATEST.exists() else {}
     if not args.smoke and set(chosen) != set(SECTIONS) and last:
         for name, result in last.get("results", {}).items():
-            if name not in results:
-                results[name] = result
-                result.setdefault(
-                    "measured", {"commit": last["machine"]["commit"], "started": last["started"]}
-                )
+            results.setdefault(name, result)
         results = {name: results[name] for name in SECTIONS if name in results}
         args.only = ",".join(results)
     body = rows(results)
