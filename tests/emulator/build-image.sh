@@ -29,7 +29,7 @@ if [ ! -f "$wheels/.done" ]; then
 fi
 
 hash=$({ echo "$base_id"; ls "$wheels"; cat Containerfile build-image.sh pyproject.toml;
-         find src -name '*.py' | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
+         find src/workflow_emulator -type f ! -name '*.pyc' | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
 have=$(image_hash "$IMAGE")
 if [ "$have" = "$hash" ]; then
   echo "emulator image: $IMAGE up to date"

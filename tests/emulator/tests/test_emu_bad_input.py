@@ -49,7 +49,6 @@ def world(emu):
         },
         "right": {
             "/api/workflow/jobs": f"token {claim['jobToken']}",
-            "/api/deployments/executor": f"token {claim['jobToken']}",
             "/api/orgs": f"token {emu.admin_token}",
             "/admin": f"Bearer {emu.admin_token}",
             "/api": f"token {emu.pool_token}",

@@ -2,7 +2,6 @@
 
 There is no job-level status call [RE]: the job's outcome follows from its step reports."""
 
-import httpx
 from emu_helpers import STEPS
 
 
@@ -223,21 +222,6 @@ def test_admin_job_listing_filters(emu, agent):
     assert [j["id"] for j in emu.jobs("not-started,canceled")] == [a, b]
     resp = emu.admin("GET", "/admin/jobs", params={"type": "deployment"})
     assert [j["id"] for j in resp.json()["jobs"]] == [a]
-
-
-def test_executor_is_served_to_job_token_holders_only(emu, agent):
-    """GET /api/deployments/executor [SPEC: for workflow runners]: the job token is the
-    credential; a pool token, a dead job token or none is 401."""
-    emu.create_job(STEPS)
-    claim = agent.claim()
-    url = f"{emu.url}/api/deployments/executor"
-    got = httpx.get(url, headers={"Authorization": f"token {claim['jobToken']}"}, timeout=30)
-    assert got.status_code == 200 and got.content.startswith(b"#!/bin/sh\n")
-    assert got.headers["content-type"] == "application/octet-stream"
-    for auth in (f"token {emu.pool_token}", "token nope"):
-        refused = httpx.get(url, headers={"Authorization": auth}, timeout=30)
-        assert refused.status_code == 401 and refused.json()["error"]
-    assert httpx.get(url, timeout=30).status_code == 401
 
 
 def test_service_env_gives_the_job_its_way_back(emu, agent):

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from workflow_emulator.errors import ApiError
+from workflow_emulator.executor import Executor
 from workflow_emulator.faults import Faults
 from workflow_emulator.store import Clock, Store, check_org
 
@@ -72,12 +73,20 @@ def query_number(request: Request, name: str) -> float | None:
 
 class Api:
     def __init__(
-        self, *, settings, clock: Clock, store: Store, faults: Faults, seed_pool: dict | None
+        self,
+        *,
+        settings,
+        clock: Clock,
+        store: Store,
+        faults: Faults,
+        executor: Executor,
+        seed_pool: dict | None,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.store = store
         self.faults = faults
+        self.executor = executor
         self.seed_pool = seed_pool
 
     def routes(self) -> list[Route]:

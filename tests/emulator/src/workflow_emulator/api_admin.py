@@ -6,7 +6,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from workflow_emulator import oidc
-from workflow_emulator.api import Api, ok, query_number, read_body
+from workflow_emulator.api import Api, ok, query_number, read_body, read_raw
 from workflow_emulator.errors import ApiError
 from workflow_emulator.store import JOB_STATUSES, JOB_TYPES, check_org
 
@@ -115,7 +115,17 @@ class AdminApi(Api):
             raise ApiError(400, "pools must be true or false")
         self.store.reset(pools=pools, keep_pool=self.seed_pool["id"] if self.seed_pool else None)
         self.faults.configure({})
+        self.executor.reset()
         return ok()
+
+    async def admin_executor(self, request: Request) -> Response:
+        """GET: the served executor's ETag and fetch counts; POST: replace it with the raw body
+        (an empty body restores the shipped stand-in), so a test can change the service's copy."""
+        self.admin_auth(request)
+        if request.method == "POST":
+            raw = await read_raw(request)
+            self.executor.replace(raw or None)
+        return ok(self.executor.view())
 
     async def admin_pools(self, request: Request) -> Response:
         self.admin_auth(request)
@@ -208,6 +218,7 @@ class AdminApi(Api):
             Route("/admin/jobs/{job_id}/cancel", self.admin_cancel, methods=["POST"]),
             Route("/admin/agents", self.admin_agents, methods=["GET"]),
             Route("/admin/faults", self.admin_faults, methods=["GET", "POST"]),
+            Route("/admin/executor", self.admin_executor, methods=["GET", "POST"]),
             Route("/admin/reset", self.admin_reset, methods=["POST"]),
             Route("/admin/pools", self.admin_pools, methods=["GET", "POST"]),
             Route("/admin/pools/{pool}", self.admin_pool, methods=["GET", "PATCH"]),

@@ -1,5 +1,5 @@
-"""The agent's side (poll, lease, ack, deployment status) and the job's side (definition,
-executor, step status and logs, heartbeat) of the protocol."""
+"""The agent's side (poll, lease, ack, deployment status, the executor) and the job's side
+(definition, step status and logs, heartbeat) of the protocol."""
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -9,14 +9,13 @@ from workflow_emulator.api import Api, bearer, ok, read_body
 from workflow_emulator.errors import ApiError
 from workflow_emulator.store import LEASE_TYPES
 
-# What GET /api/deployments/executor serves: a stand-in for the "Linux/AMD64 Pulumi Deployments
-# executor binary" [SPEC]. A job that downloads and runs it, as a deployment's runner does,
-# proves the route and the job's way back to the service.
-EXECUTOR = (
-    b"#!/bin/sh\n"
-    b"# workflow-emulator: stand-in for the Pulumi Deployments executor\n"
-    b'echo "pulumi deployments executor (workflow-emulator stand-in): $*"\n'
-)
+# What a broken executor route answers (POST /admin/faults {"executor": ...}): what an agent must
+# refuse with one clear message rather than run.
+BAD_EXECUTOR = {
+    "404": (404, "application/json", b'{"error": "no executor here (injected fault)"}'),
+    "json": (200, "application/json", b'{"message": "an API answer, not an executor"}'),
+    "html": (200, "text/html", b"<!DOCTYPE html><html><body>Sign in</body></html>\n"),
+}
 
 
 class JobsApi(Api):
@@ -60,9 +59,26 @@ class JobsApi(Api):
         base = str(request.base_url).rstrip("/")
         return ok(self.store.definition(job, bearer(request), base))
 
-    async def executor(self, request: Request) -> Response:
-        self.store.job_holding(bearer(request))
-        return Response(EXECUTOR, media_type="application/octet-stream")
+    async def fetch_executor(self, request: Request) -> Response:
+        """The pool token only, as in HappyPumi's AgentPoolTokenMiddleware [RE]: the agent
+        fetches it (and caches it by ETag), not the job."""
+        try:
+            pool = self.pool_auth(request, status=403)
+        except ApiError as err:
+            message = f"{err.message}: the executor is served to agent pools only"
+            raise ApiError(403, message) from None
+        self.agent_of(request, pool)
+        fault = self.faults.settings["executor"]
+        if fault:
+            status, ctype, body = BAD_EXECUTOR[fault]
+            return Response(body, status_code=status, media_type=ctype)
+        ex = self.executor
+        headers = {"etag": ex.etag}
+        if ex.not_modified(request.headers.get("if-none-match")):
+            ex.fetches["304"] += 1
+            return Response(status_code=304, headers=headers)
+        ex.fetches["200"] += 1
+        return Response(ex.content, media_type="application/octet-stream", headers=headers)
 
     async def step_status(self, request: Request) -> Response:
         job = self.job_auth(request)
@@ -84,7 +100,7 @@ class JobsApi(Api):
         return [
             Route("/api/deployments/poll", self.poll, methods=["GET"]),
             Route("/api/agent-workflows/deployment", self.ack, methods=["POST"]),
-            Route("/api/deployments/executor", self.executor, methods=["GET"]),
+            Route("/api/deployments/executor", self.fetch_executor, methods=["GET"]),
             Route(
                 "/api/deployments/{deployment_id}/status", self.deployment_status, methods=["GET"]
             ),

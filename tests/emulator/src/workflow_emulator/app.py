@@ -16,20 +16,19 @@ from starlette.routing import Route
 
 from workflow_emulator.api import ok
 from workflow_emulator.api_admin import AdminApi
-from workflow_emulator.api_jobs import (
-    EXECUTOR,  # noqa: F401 - tests/system serves it too
-    JobsApi,
-)
+from workflow_emulator.api_jobs import JobsApi
 from workflow_emulator.api_oidc import OidcApi
 from workflow_emulator.api_pools import PoolsApi
 from workflow_emulator.db import Db
 from workflow_emulator.edge import Edge
 from workflow_emulator.errors import ApiError
+from workflow_emulator.executor import Executor, default_content
 from workflow_emulator.faults import Faults
 from workflow_emulator.metrics import Metrics
 from workflow_emulator.store import Clock, Store
 
 log = logging.getLogger("workflow_emulator")
+EXECUTOR = default_content()  # the stand-in executor, for tests that serve it themselves
 
 
 @dataclasses.dataclass
@@ -68,7 +67,13 @@ def create_app(settings: Settings) -> Edge:
         return Response(body, media_type=ctype)
 
     apis = (JobsApi, OidcApi, PoolsApi, AdminApi)
-    shared = {"settings": settings, "clock": clock, "store": store, "faults": faults}
+    shared = {
+        "settings": settings,
+        "clock": clock,
+        "store": store,
+        "faults": faults,
+        "executor": Executor(),
+    }
     routes = [r for api in apis for r in api(**shared, seed_pool=seed_pool).routes()]
     routes += [
         Route("/healthz", healthz, methods=["GET"]),

@@ -1,4 +1,5 @@
-"""Runtime fault injection (POST /admin/faults): errors, latency, drops, Retry-After on polls."""
+"""Runtime fault injection (POST /admin/faults): errors, latency, drops, Retry-After on polls,
+and a broken executor download."""
 
 import collections
 import email.utils
@@ -20,7 +21,11 @@ DEFAULTS: dict = {
     "paths": ["/api/"],  # path prefixes the faults apply to (the admin API is never affected)
     "budget": None,  # errors/drops to inject in all (None: no limit); latency is not counted
     "seed": None,  # seed of the random draws, for a reproducible sequence
+    # GET /api/deployments/executor answers this instead of the executor (None: no fault):
+    # "404" (a JSON error), "json" or "html" (a 200 whose body is no executor).
+    "executor": None,
 }
+EXECUTOR_FAULTS = ("404", "json", "html")
 POLL_PATHS = ("/api/deployments/poll", "/api/background-activities/worker/lease/acquire")
 
 
@@ -78,6 +83,8 @@ class Faults:
             isinstance(s["seed"], bool) or not isinstance(s["seed"], int)
         ):
             raise ApiError(400, "seed must be an integer or null")
+        if s["executor"] is not None and s["executor"] not in EXECUTOR_FAULTS:
+            raise ApiError(400, f"executor must be null or one of {', '.join(EXECUTOR_FAULTS)}")
         self.settings = s
         self.budget = budget
         self.rng = random.Random(s["seed"])

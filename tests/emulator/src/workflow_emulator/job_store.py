@@ -204,18 +204,6 @@ class JobStore:
             raise ApiError(401, f"the job token is not valid for job {job_id}")
         return job
 
-    def job_holding(self, token: str) -> dict:
-        """The job whose current job token this is (GET /api/deployments/executor has no job id
-        in its path); compared in constant time."""
-        h = token_hash(token)
-        found = None
-        for job in self.jobs.values():
-            if job["token_hash"] is not None and same(job["token_hash"], h):
-                found = job
-        if found is None:
-            raise ApiError(401, "the token is not a job token")
-        return found
-
     def definition(self, job: dict, token: str, service_url: str) -> dict:
         """The JobDefinition as served: with `service_env`, the job also gets what a Pulumi
         deployment has in its environment to call the service back [DOC: PULUMI_ACCESS_TOKEN;

@@ -240,6 +240,14 @@ class Emulator:
         """Replace the fault settings (no arguments: no faults). See docs/protocol.md."""
         return self._ok(self.admin("POST", "/admin/faults", settings))
 
+    def executor(self) -> dict:
+        """The served executor: {"etag", "size", "fetches": {"200": full downloads, "304": ...}}."""
+        return self._ok(self.admin("GET", "/admin/executor"))
+
+    def set_executor(self, content: bytes | None = None) -> dict:
+        """Replace the served executor (None: the shipped stand-in again); returns its view."""
+        return self._ok(self.admin("POST", "/admin/executor", content=content or b""))
+
     def reset(self, pools: bool = False) -> None:
         self._ok(self.admin("POST", "/admin/reset", {"pools": pools}))
 
