@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from workflow_emulator.activities import BackgroundActivities
 from workflow_emulator.errors import ApiError
 from workflow_emulator.executor import Executor
 from workflow_emulator.faults import Faults
@@ -80,6 +81,7 @@ class Api:
         store: Store,
         faults: Faults,
         executor: Executor,
+        activities: BackgroundActivities,
         seed_pool: dict | None,
     ) -> None:
         self.settings = settings
@@ -87,6 +89,7 @@ class Api:
         self.store = store
         self.faults = faults
         self.executor = executor
+        self.activities = activities
         self.seed_pool = seed_pool
 
     def routes(self) -> list[Route]:
@@ -101,7 +104,7 @@ class Api:
             raise ApiError(status, "the token is not a valid pool token")
         return pool
 
-    def agent_of(self, request: Request, pool: dict) -> dict:
+    def agent_of(self, request: Request, pool: dict, call: str) -> dict:
         h = request.headers
         ident = {"ip": request.client.host if request.client else ""}
         for header, key in (
@@ -118,7 +121,7 @@ class Api:
             raise ApiError(400, "header x-agent-pid must be a decimal number")
         if "/" in ident["hostname"]:
             raise ApiError(400, "header x-agent-hostname must not contain '/'")
-        agent = self.store.see_agent(pool, ident)
+        agent = self.store.see_agent(pool, ident, call)
         request.scope["emulator"]["agent"] = agent["id"]
         return agent
 

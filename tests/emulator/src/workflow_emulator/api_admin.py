@@ -95,6 +95,8 @@ class AdminApi(Api):
                         "last_seen": a["last_seen"],
                         "online": self.store.agent_online(a),
                         "claims": a["claims"],
+                        "calls": a.get("calls", {}),
+                        "first_calls": a.get("first_calls", []),
                     }
                     for a in agents
                 ]
@@ -116,7 +118,16 @@ class AdminApi(Api):
         self.store.reset(pools=pools, keep_pool=self.seed_pool["id"] if self.seed_pool else None)
         self.faults.configure({})
         self.executor.reset()
+        self.activities.configure({}, self.store.find_pool)
         return ok()
+
+    async def admin_activities(self, request: Request) -> Response:
+        """What POST /api/background-activities/configuration answers (activities.py)."""
+        self.admin_auth(request)
+        if request.method == "POST":
+            body = await read_body(request, allow_empty=True)
+            self.activities.configure(body, self.store.find_pool)
+        return ok(self.activities.view())
 
     async def admin_executor(self, request: Request) -> Response:
         """GET: the served executor's ETag and fetch counts; POST: replace it with the raw body
@@ -219,6 +230,7 @@ class AdminApi(Api):
             Route("/admin/agents", self.admin_agents, methods=["GET"]),
             Route("/admin/faults", self.admin_faults, methods=["GET", "POST"]),
             Route("/admin/executor", self.admin_executor, methods=["GET", "POST"]),
+            Route("/admin/background-activities", self.admin_activities, methods=["GET", "POST"]),
             Route("/admin/reset", self.admin_reset, methods=["POST"]),
             Route("/admin/pools", self.admin_pools, methods=["GET", "POST"]),
             Route("/admin/pools/{pool}", self.admin_pool, methods=["GET", "PATCH"]),

@@ -1,13 +1,18 @@
 """The agent's side (poll, lease, ack, deployment status, the executor) and the job's side
 (definition, step status and logs, heartbeat) of the protocol."""
 
+import secrets
+import time
+
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from workflow_emulator.api import Api, bearer, ok, read_body
 from workflow_emulator.errors import ApiError
 from workflow_emulator.store import LEASE_TYPES
+
+WORKER_TOKEN_LIFETIME = 3600  # HappyPumi's hour [RE]
 
 # What a broken executor route answers (POST /admin/faults {"executor": ...}): what an agent must
 # refuse with one clear message rather than run.
@@ -19,9 +24,30 @@ BAD_EXECUTOR = {
 
 
 class JobsApi(Api):
+    async def worker_token(self, request: Request) -> Response:
+        """Bootstrap, before any poll [RE]: a worker token for the background poller, which no
+        route of the record is known to take, so the emulator accepts it nowhere [ASSUMED]."""
+        pool = self.pool_auth(request)
+        self.agent_of(request, pool, "token")
+        expires = time.gmtime(self.clock.now() + WORKER_TOKEN_LIFETIME)
+        return ok(
+            {
+                "token": "wkr-" + secrets.token_hex(16),
+                "expiration": time.strftime("%Y-%m-%dT%H:%M:%SZ", expires),
+            }
+        )
+
+    async def configuration(self, request: Request) -> Response:
+        """Bootstrap [RE]: the body is not on the record, so any JSON object or none is taken
+        (and not kept); the answer is a JSON array (activities.py)."""
+        pool = self.pool_auth(request)
+        await read_body(request, allow_empty=True)
+        self.agent_of(request, pool, "configuration")
+        return JSONResponse(self.activities.answer(pool, self.store.pools))
+
     async def poll(self, request: Request) -> Response:
         pool = self.pool_auth(request, status=403)  # the one error the spec lists for the poll
-        agent = self.agent_of(request, pool)
+        agent = self.agent_of(request, pool, "poll")
         claimed = self.store.claim(pool, ("deployment",), agent)
         if claimed is None:
             return Response(status_code=204)
@@ -37,7 +63,7 @@ class JobsApi(Api):
             or not all(isinstance(k, str) and k in LEASE_TYPES for k in kinds)
         ):
             raise ApiError(400, f"kinds must be a non-empty list of {', '.join(LEASE_TYPES)}")
-        agent = self.agent_of(request, pool)
+        agent = self.agent_of(request, pool, "lease")
         claimed = self.store.claim(pool, tuple(dict.fromkeys(kinds)), agent)
         if claimed is None:
             return Response(status_code=204)
@@ -45,13 +71,13 @@ class JobsApi(Api):
 
     async def ack(self, request: Request) -> Response:
         pool = self.pool_auth(request)
-        self.agent_of(request, pool)
+        self.agent_of(request, pool, "ack")
         self.store.ack(pool, await read_body(request))
         return ok()
 
     async def deployment_status(self, request: Request) -> Response:
         pool = self.pool_auth(request)
-        self.agent_of(request, pool)
+        self.agent_of(request, pool, "status")
         return ok(self.store.deployment_status(pool, request.path_params["deployment_id"]))
 
     async def job_definition(self, request: Request) -> Response:
@@ -67,7 +93,7 @@ class JobsApi(Api):
         except ApiError as err:
             message = f"{err.message}: the executor is served to agent pools only"
             raise ApiError(403, message) from None
-        self.agent_of(request, pool)
+        self.agent_of(request, pool, "executor")
         fault = self.faults.settings["executor"]
         if fault:
             status, ctype, body = BAD_EXECUTOR[fault]
@@ -98,6 +124,8 @@ class JobsApi(Api):
 
     def routes(self) -> list[Route]:
         return [
+            Route("/api/background-activities/token", self.worker_token, methods=["GET"]),
+            Route("/api/background-activities/configuration", self.configuration, methods=["POST"]),
             Route("/api/deployments/poll", self.poll, methods=["GET"]),
             Route("/api/agent-workflows/deployment", self.ack, methods=["POST"]),
             Route("/api/deployments/executor", self.fetch_executor, methods=["GET"]),

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from workflow_emulator.activities import BackgroundActivities
 from workflow_emulator.api import ok
 from workflow_emulator.api_admin import AdminApi
 from workflow_emulator.api_jobs import JobsApi
@@ -73,6 +74,7 @@ def create_app(settings: Settings) -> Edge:
         "store": store,
         "faults": faults,
         "executor": Executor(),
+        "activities": BackgroundActivities(),
     }
     routes = [r for api in apis for r in api(**shared, seed_pool=seed_pool).routes()]
     routes += [

@@ -159,7 +159,10 @@ class PoolStore:
         return self._access_token(token_hash(token), "org")
 
     # ---------------------------------------------------------------- agents
-    def see_agent(self, pool: dict, ident: dict) -> dict:
+    def see_agent(self, pool: dict, ident: dict, call: str) -> dict:
+        """The agent behind a pool-token call, created on its first; `call` (poll, token,
+        configuration, ...) is counted, and the order of each kind's first call kept, so that a
+        test can tell what an agent did before it first polled."""
         hostname = ident.get("hostname") or ident["ip"] or "unknown"
         name = ident.get("instance") or ident.get("pid") or "-"
         agent_id = f"{hostname}/{name}"
@@ -186,6 +189,11 @@ class PoolStore:
             platform=f"{m.group('os')}/{m.group('arch')}".lower() if m and m.group("os") else "",
             last_seen=now,
         )
+        calls = agent.setdefault("calls", {})  # setdefault: agents of an older state file
+        calls[call] = calls.get(call, 0) + 1
+        first = agent.setdefault("first_calls", [])
+        if call not in first:
+            first.append(call)
         with self.db.tx():
             self.db.put("agent", key, agent)
         return agent

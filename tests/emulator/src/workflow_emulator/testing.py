@@ -248,6 +248,12 @@ class Emulator:
         """Replace the served executor (None: the shipped stand-in again); returns its view."""
         return self._ok(self.admin("POST", "/admin/executor", content=content or b""))
 
+    def background_activities(self, **kinds: dict) -> dict:
+        """Replace what the bootstrap's configuration call answers, per kind (deployment,
+        insights_scan, policy_evaluation): {"enabled", "pools" (ids or names; None: the
+        caller's pool), "interval", "concurrency", ...}; no arguments: the defaults."""
+        return self._ok(self.admin("POST", "/admin/background-activities", kinds))
+
     def reset(self, pools: bool = False) -> None:
         self._ok(self.admin("POST", "/admin/reset", {"pools": pools}))
 
