@@ -46,6 +46,12 @@ class AdminApi(Api):
         jobs = self.store.list_jobs(statuses=statuses, pool=pool, kind=kind)
         return ok({"jobs": [self.store.job_view(j) for j in jobs]})
 
+    async def admin_deployments(self, request: Request) -> Response:
+        """A deployment job shaped like the service's (deployments.py)."""
+        self.admin_auth(request)
+        job = self.store.create_deployment(await read_body(request))
+        return ok({"id": job["id"], "deploymentID": job["deployment_id"]}, 201)
+
     def admin_job_of(self, request: Request) -> dict:
         job = self.store.jobs.get(request.path_params["job_id"])
         if job is None:
@@ -226,6 +232,7 @@ class AdminApi(Api):
         return [
             Route("/admin/jobs", self.admin_jobs, methods=["GET", "POST"]),
             Route("/admin/jobs/{job_id}", self.admin_job, methods=["GET"]),
+            Route("/admin/deployments", self.admin_deployments, methods=["POST"]),
             Route("/admin/jobs/{job_id}/cancel", self.admin_cancel, methods=["POST"]),
             Route("/admin/agents", self.admin_agents, methods=["GET"]),
             Route("/admin/faults", self.admin_faults, methods=["GET", "POST"]),

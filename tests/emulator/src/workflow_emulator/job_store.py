@@ -1,10 +1,12 @@
 """The store's jobs: creation, the claim, the agent's and the job's calls, the sweep, views."""
 
 import collections
+import hashlib
+import hmac
 import re
 import secrets
 
-from workflow_emulator import durations, jobspec, oidc
+from workflow_emulator import deployments, durations, jobspec, oidc
 from workflow_emulator.errors import ApiError
 from workflow_emulator.records import (
     DEFAULT_JOB_TIMEOUT,
@@ -17,6 +19,11 @@ from workflow_emulator.records import (
     token_hash,
     wire_status,
 )
+
+
+def same_stack(a: dict | None, b: dict) -> bool:
+    return a is not None and all(a[k] == b[k] for k in ("org", "project", "stack"))
+
 
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 
@@ -67,6 +74,36 @@ class JobStore:
         }
         if "shell" in spec:
             definition["shell"] = jobspec.str_field(spec, "shell", "")
+        return self._queue(kind, pool, definition, count=count, service_env=service_env)
+
+    def create_deployment(self, spec: dict) -> dict:
+        """A deployment job shaped like the service's (deployments.py), for one stack."""
+        if not isinstance(spec, dict):
+            raise ApiError(400, "deployment must be a JSON object")
+        pool = self._job_pool(spec.get("pool"))
+        where = deployments.target(spec, pool["org"])
+        deployment_id = new_id("dep")
+        number = 1 + sum(1 for j in self.jobs.values() if same_stack(j.get("deployment"), where))
+        definition = deployments.definition(
+            spec, where, deployment_id=deployment_id, build_number=number
+        )
+        where["operation"] = definition["env"]["PULUMI_CI_OPERATION"]
+        [job] = self._queue(
+            "deployment", pool, definition, deployment=where, deployment_id=deployment_id
+        )
+        return job
+
+    def _queue(
+        self,
+        kind: str,
+        pool: dict,
+        definition: dict,
+        *,
+        count: int = 1,
+        service_env: bool = False,
+        deployment: dict | None = None,
+        deployment_id: str | None = None,
+    ) -> list[dict]:
         now = self.clock.now()
         jobs = []
         with self.db.tx():
@@ -78,7 +115,7 @@ class JobStore:
                     "type": kind,
                     "pool_id": pool["id"],
                     "status": "not-started",
-                    "deployment_id": new_id("dep"),
+                    "deployment_id": deployment_id or new_id("dep"),
                     "run_id": new_id("run"),
                     "definition": definition,
                     "created": now,
@@ -96,10 +133,13 @@ class JobStore:
                     "events": [[now, "created", ""]],
                     "steps": ["not-started"] * len(definition["steps"]),
                     "service_env": service_env,
+                    "deployment": deployment,
                 }
                 self.jobs[job["id"]] = job
                 self.by_deployment[job["deployment_id"]] = job["id"]
                 self.queues[(pool["id"], kind)].append(job["id"])
+                if deployment:
+                    self.stack_tokens[token_hash(self.stack_token(job))] = job["id"]
                 self.db.put("job", job["id"], job)
                 jobs.append(job)
         return jobs
@@ -204,12 +244,28 @@ class JobStore:
             raise ApiError(401, f"the job token is not valid for job {job_id}")
         return job
 
+    def stack_token(self, job: dict) -> str:
+        """A deployment's PULUMI_ACCESS_TOKEN, "temporary, scoped to the stack" [DOC]: derived
+        from the job id with the issuer key, so that no token is stored, only its hash."""
+        mac = hmac.new(self.issuer_key, b"stack-token:" + job["id"].encode(), hashlib.sha256)
+        return "pul-" + mac.hexdigest()[:40]
+
     def definition(self, job: dict, token: str, service_url: str) -> dict:
-        """The JobDefinition as served: with `service_env`, the job also gets what a Pulumi
-        deployment has in its environment to call the service back [DOC: PULUMI_ACCESS_TOKEN;
-        RE: the backend URL]. The token is the job token, the one credential the emulator
-        accepts from a job (as HappyPumi does)."""
+        """The JobDefinition as served. A deployment gets its scoped PULUMI_ACCESS_TOKEN, its
+        build URL and the stand-in backend's URL, all at the URL the caller used (the job
+        reaches the service as the agent does [RE]). With `service_env`, a generic job gets a
+        Pulumi deployment's way back to the service [DOC: PULUMI_ACCESS_TOKEN; RE: the backend
+        URL], with its job token as the token (as HappyPumi does)."""
         d = job["definition"]
+        where = job.get("deployment")
+        if where:
+            env = {
+                "PULUMI_ACCESS_TOKEN": {"secret": self.stack_token(job)},
+                "PULUMI_CI_BUILD_URL": f"{service_url}/admin/jobs/{job['id']}",
+                # [ASSUMED] the stand-in's state store: api_backend.py
+                "PULUMI_DEPLOY_BACKEND_URL": f"{service_url}/api/stand-in/backend/{where['org']}",
+            }
+            return {**d, "env": {**d["env"], **env}}
         if not job.get("service_env"):
             return d
         env = {"PULUMI_BACKEND_URL": service_url, "PULUMI_ACCESS_TOKEN": {"secret": token}}
@@ -371,6 +427,7 @@ class JobStore:
             "pool_id": job["pool_id"],
             "deploymentID": job["deployment_id"],
             "runID": job["run_id"],
+            "deployment": job.get("deployment"),
             "agent": job["agent"],
             "claims": job["claims"],
             "result": job["result"],

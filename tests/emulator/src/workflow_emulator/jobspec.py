@@ -48,10 +48,16 @@ def image(value: object) -> dict:
         or not isinstance(value.get("reference"), str)
         or not value["reference"]
     ):
-        raise ApiError(400, 'image must be a reference string or {"reference", "credentials"?}')
-    if set(value) - {"reference", "credentials"}:
-        raise ApiError(400, "image allows only reference and credentials")
+        raise ApiError(
+            400, 'image must be a reference string or {"reference", "credentials"?, "isDefault"?}'
+        )
+    if set(value) - {"reference", "credentials", "isDefault"}:
+        raise ApiError(400, "image allows only reference, credentials and isDefault")
     image = {"reference": value["reference"]}
+    if "isDefault" in value:
+        if not isinstance(value["isDefault"], bool):
+            raise ApiError(400, "image.isDefault must be true or false")
+        image["isDefault"] = value["isDefault"]
     creds = value.get("credentials")
     if creds is not None:
         if not isinstance(creds, dict) or not isinstance(creds.get("username"), str):

@@ -18,6 +18,7 @@ from workflow_emulator.records import (  # noqa: F401 - the store's vocabulary, 
     TERMINAL,
     Clock,
     check_org,
+    token_hash,
     unix,
     wire_status,
 )
@@ -59,6 +60,12 @@ class Store(PoolStore, JobStore):
         self.issuer_key = bytes.fromhex(meta.get("issuer_key") or secrets.token_hex(32))
         self.seq = max((j["seq"] for j in self.jobs.values()), default=0)
         self.by_deployment = {j["deployment_id"]: j["id"] for j in self.jobs.values()}
+        # The hashes of deployments' scoped access tokens (JobStore.stack_token).
+        self.stack_tokens = {
+            token_hash(self.stack_token(j)): j["id"]
+            for j in self.jobs.values()
+            if j.get("deployment")
+        }
         self.queues: dict[tuple[str, str], collections.deque] = collections.defaultdict(
             collections.deque
         )

@@ -186,6 +186,30 @@ class Emulator:
             "ids"
         ]
 
+    def create_deployment(
+        self,
+        stack: str,
+        source: dict,
+        *,
+        operation: str = "update",
+        config: dict | None = None,
+        pre_run_commands: list[str] | None = None,
+        env: dict | None = None,
+        **kw,
+    ) -> str:
+        """Queue a deployment job shaped like the service's; returns its id. `stack` is
+        "org/project/stack" (or a stack name with project=...), `source` {"url", "branch"?,
+        "repoDir"?}, `config` {key: "value" or {"value", "secret"}}; kw: project, image,
+        timeout, pool. See docs/protocol.md."""
+        body = {"stack": stack, "source": source, "operation": operation, **kw}
+        if config is not None:
+            body["config"] = config
+        if pre_run_commands is not None:
+            body["preRunCommands"] = pre_run_commands
+        if env is not None:
+            body["env"] = env
+        return self._ok(self.admin("POST", "/admin/deployments", body))["id"]
+
     def job(self, job_id: str) -> dict:
         return self._ok(self.admin("GET", f"/admin/jobs/{job_id}"))
 
