@@ -33,8 +33,11 @@ CONTENT_TYPES = [None, "application/json", "application/x-www-form-urlencoded", 
 def world(emu):
     """Real ids and tokens to put in paths and headers."""
     emu.create_job(STEPS)
+    emu.create_deployment(f"{emu.org}/p/s", {"url": "git://x/r"})
     agent = Agent(emu, hostname="fuzz")
     claim = agent.claim()
+    deployment = agent.claim()
+    stack_token = agent.job(deployment).definition().json()["env"]["PULUMI_ACCESS_TOKEN"]
     agent.close()
     pool = emu.create_pool("fuzz-pool", org="fuzz-org")
     return {
@@ -49,6 +52,7 @@ def world(emu):
         },
         "right": {
             "/api/workflow/jobs": f"token {claim['jobToken']}",
+            "/api/stand-in/backend": f"token {stack_token['secret']}",
             "/api/orgs": f"token {emu.admin_token}",
             "/admin": f"Bearer {emu.admin_token}",
             "/api": f"token {emu.pool_token}",

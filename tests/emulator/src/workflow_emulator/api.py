@@ -26,12 +26,12 @@ def ok(body: object = None, status: int = 200) -> JSONResponse:
     return JSONResponse({} if body is None else body, status_code=status)
 
 
-async def read_raw(request: Request) -> bytes:
+async def read_raw(request: Request, limit: int = MAX_BODY) -> bytes:
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_BODY:
-            raise ApiError(413, f"request body is larger than {MAX_BODY} bytes")
+        if size > limit:
+            raise ApiError(413, f"request body is larger than {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 

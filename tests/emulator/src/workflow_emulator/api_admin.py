@@ -7,6 +7,7 @@ from starlette.routing import Route
 
 from workflow_emulator import oidc
 from workflow_emulator.api import Api, ok, query_number, read_body, read_raw
+from workflow_emulator.api_backend import TAR
 from workflow_emulator.errors import ApiError
 from workflow_emulator.store import JOB_STATUSES, JOB_TYPES, check_org
 
@@ -135,6 +136,13 @@ class AdminApi(Api):
             self.activities.configure(body, self.store.find_pool)
         return ok(self.activities.view())
 
+    async def admin_backend(self, request: Request) -> Response:
+        """An organization's Pulumi state as a tar, to read from outside any job (e.g. with
+        `pulumi stack output` after `pulumi login file://...`)."""
+        self.admin_auth(request)
+        org = check_org(request.path_params["org"])
+        return Response(self.store.backend_tar(org), media_type=TAR)
+
     async def admin_executor(self, request: Request) -> Response:
         """GET: the served executor's ETag and fetch counts; POST: replace it with the raw body
         (an empty body restores the shipped stand-in), so a test can change the service's copy."""
@@ -237,6 +245,7 @@ class AdminApi(Api):
             Route("/admin/agents", self.admin_agents, methods=["GET"]),
             Route("/admin/faults", self.admin_faults, methods=["GET", "POST"]),
             Route("/admin/executor", self.admin_executor, methods=["GET", "POST"]),
+            Route("/admin/backend/{org}", self.admin_backend, methods=["GET"]),
             Route("/admin/background-activities", self.admin_activities, methods=["GET", "POST"]),
             Route("/admin/reset", self.admin_reset, methods=["POST"]),
             Route("/admin/pools", self.admin_pools, methods=["GET", "POST"]),

@@ -1,5 +1,6 @@
-"""The emulator's application: the state, the four APIs (api_jobs: the agent's and the job's
-side; api_oidc; api_pools: the pool REST API; api_admin), error handling and the sweeper.
+"""The emulator's application: the state, the five APIs (api_jobs: the agent's and the job's
+side; api_oidc; api_pools: the pool REST API; api_backend: the stand-in executor's state store;
+api_admin), error handling and the sweeper.
 What the handlers share, and why they are all `async`, is in api.py.
 """
 
@@ -17,6 +18,7 @@ from starlette.routing import Route
 from workflow_emulator.activities import BackgroundActivities
 from workflow_emulator.api import ok
 from workflow_emulator.api_admin import AdminApi
+from workflow_emulator.api_backend import BackendApi
 from workflow_emulator.api_jobs import JobsApi
 from workflow_emulator.api_oidc import OidcApi
 from workflow_emulator.api_pools import PoolsApi
@@ -67,7 +69,7 @@ def create_app(settings: Settings) -> Edge:
         body, ctype = metrics.render()
         return Response(body, media_type=ctype)
 
-    apis = (JobsApi, OidcApi, PoolsApi, AdminApi)
+    apis = (JobsApi, OidcApi, PoolsApi, BackendApi, AdminApi)
     shared = {
         "settings": settings,
         "clock": clock,

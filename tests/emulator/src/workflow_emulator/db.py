@@ -16,6 +16,8 @@ CREATE TABLE IF NOT EXISTS docs (
 CREATE TABLE IF NOT EXISTS logs (
   job_id TEXT NOT NULL, step INTEGER NOT NULL, n INTEGER NOT NULL, t TEXT NOT NULL,
   l TEXT NOT NULL, PRIMARY KEY (job_id, step, n));
+CREATE TABLE IF NOT EXISTS files (
+  org TEXT NOT NULL, path TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (org, path));
 """
 
 
@@ -84,6 +86,20 @@ class Db:
 
     def all_logs(self) -> Iterator[tuple[str, int, str, str]]:
         yield from self.conn.execute("SELECT job_id, step, t, l FROM logs ORDER BY job_id, step, n")
+
+    def put_file(self, org: str, path: str, data: bytes) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files (org, path, data) VALUES (?, ?, ?)", (org, path, data)
+        )
+
+    def delete_file(self, org: str, path: str) -> None:
+        self.conn.execute("DELETE FROM files WHERE org = ? AND path = ?", (org, path))
+
+    def drop_files(self) -> None:
+        self.conn.execute("DELETE FROM files")
+
+    def all_files(self) -> Iterator[tuple[str, str, bytes]]:
+        yield from self.conn.execute("SELECT org, path, data FROM files ORDER BY org, path")
 
     def close(self) -> None:
         self.conn.close()

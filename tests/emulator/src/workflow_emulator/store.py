@@ -1,4 +1,5 @@
-"""The emulator's state and its rules: pools, tokens, jobs, logs, agents.
+"""The emulator's state and its rules: pools, tokens, jobs, logs, agents, and the stand-in
+backend's state trees.
 
 Everything runs on the server's single event-loop thread and no method awaits, so each method
 is atomic: that is what makes a claim exclusive across any number of concurrent pollers.
@@ -8,6 +9,7 @@ Every change is written through to `Db` in one transaction.
 import collections
 import secrets
 
+from workflow_emulator.backend_store import BackendStore
 from workflow_emulator.db import Db
 from workflow_emulator.job_store import JobStore
 from workflow_emulator.pool_store import PoolStore
@@ -24,8 +26,9 @@ from workflow_emulator.records import (  # noqa: F401 - the store's vocabulary, 
 )
 
 
-class Store(PoolStore, JobStore):
-    """The whole state: PoolStore (pools, tokens, agents) and JobStore (jobs), one object."""
+class Store(PoolStore, JobStore, BackendStore):
+    """The whole state, one object: PoolStore (pools, tokens, agents), JobStore (jobs) and
+    BackendStore (the organizations' Pulumi state, for the stand-in executor)."""
 
     def __init__(
         self,
@@ -52,6 +55,7 @@ class Store(PoolStore, JobStore):
         self.tokens: dict[str, dict] = {d["hash"]: d for d in self.db.docs("token")}
         self.jobs: dict[str, dict] = {d["id"]: d for d in self.db.docs("job")}
         self.agents: dict[str, dict] = {d["key"]: d for d in self.db.docs("agent")}
+        self._load_backends()
         self.logs: dict[tuple[str, int], list[list[str]]] = collections.defaultdict(list)
         for job_id, step, t, text in self.db.all_logs():
             self.logs[(job_id, step)].append([t, text])
@@ -88,11 +92,13 @@ class Store(PoolStore, JobStore):
             )
 
     def reset(self, *, pools: bool, keep_pool: str | None) -> None:
-        """Forget jobs, logs, agents and the clock offset; with `pools`, every pool but the seed."""
+        """Forget jobs, logs, agents, Pulumi state and the clock offset; with `pools`, every
+        pool but the seed."""
         with self.db.tx():
             self.db.delete("job")
             self.db.delete("agent")
             self.db.drop_logs()
+            self.db.drop_files()
             if pools:
                 for pool in list(self.pools.values()):
                     if pool["id"] != keep_pool:

@@ -10,6 +10,7 @@ The server runs as a subprocess (`python -m workflow_emulator serve`) on a free 
 file; tokens reach it through the environment, never argv.
 """
 
+import io
 import os
 import pathlib
 import secrets
@@ -17,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 
@@ -277,6 +279,23 @@ class Emulator:
         insights_scan, policy_evaluation): {"enabled", "pools" (ids or names; None: the
         caller's pool), "interval", "concurrency", ...}; no arguments: the defaults."""
         return self._ok(self.admin("POST", "/admin/background-activities", kinds))
+
+    def backend_tar(self, org: str | None = None) -> bytes:
+        """The organization's Pulumi state (the stand-in backend's `.pulumi/` tree) as a tar."""
+        resp = self.admin("GET", f"/admin/backend/{org or self.org}")
+        if resp.status_code >= 400:
+            raise EmulatorError(f"GET /admin/backend -> {resp.status_code}: {resp.text}")
+        return resp.content
+
+    def extract_backend(self, dest: str | os.PathLike, org: str | None = None) -> pathlib.Path:
+        """The organization's Pulumi state unpacked into `dest` (created, emptied first), ready
+        for `pulumi login file://<dest>`; returns dest."""
+        dest = pathlib.Path(dest)
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(self.backend_tar(org))) as tar:
+            tar.extractall(dest, filter="data")
+        return dest
 
     def reset(self, pools: bool = False) -> None:
         self._ok(self.admin("POST", "/admin/reset", {"pools": pools}))
