@@ -94,6 +94,7 @@ DEFAULTS = {
     "log_level": "info",
     "debug_keep_runner": False,
     "ca_bundle": "",
+    "default_image": "pulumi/pulumi:latest",
     "process_job_user": "",
 }
 

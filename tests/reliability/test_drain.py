@@ -11,10 +11,15 @@ import signal
 import pytest
 from rel_harness import JOB_IMAGE, WAIT, AgentProcess, assert_no_crash, docker_available, wait_for
 
-# The step waits for a file named `gate` in its working directory (the per-job dir, which the
-# docker target bind-mounts), so the test releases each job by creating that file.
+# The step waits for a file named `gate` in the per-job dir (the process target's working
+# directory; the docker target bind-mounts it at /mnt/workflow, steps running in /), so the test
+# releases each job by creating that file.
 GATED = [
-    {"name": "gated", "run": "echo started; while [ ! -e gate ]; do sleep 0.1; done; echo done"}
+    {
+        "name": "gated",
+        "run": "w=/mnt/workflow; [ -d $w ] || w=.; "
+        "echo started; while [ ! -e $w/gate ]; do sleep 0.1; done; echo done",
+    }
 ]
 
 

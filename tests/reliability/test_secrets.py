@@ -34,17 +34,32 @@ HOST_ENV = {
     "DOCKER_HOST": "unix:///var/run/docker.sock",
 }
 ALLOWLIST = ["WFA_ALLOWED", "WFA_TOKEN_COPY", "PULUMI_AGENT_TOKEN"]
-# Variables a job may have that come from its runtime, not from the host: the targets set HOME
-# and PATH, and PULUMI_OIDC_TOKEN_FILE (a path: the token itself is never a variable's value),
-# the shell sets PWD (and maybe SHLVL, OLDPWD, _), Docker sets HOSTNAME.
-RUNTIME = {"HOME", "PATH", "PULUMI_OIDC_TOKEN_FILE", "PWD", "SHLVL", "OLDPWD", "_", "HOSTNAME"}
+# Variables a job may have that come from its runtime, not from the host: the targets set HOME,
+# PATH and the job runtime's PULUMI_ENV (a path), PULUMI_DEPLOY_EXECUTOR (a path) and
+# PULUMI_OIDC_TOKEN (the job's own OIDC token, as Pulumi Deployments gives it [DOC]: a job
+# credential, never the pool's), the shell sets PWD (and maybe SHLVL, OLDPWD, _), Docker sets
+# HOSTNAME.
+RUNTIME = {
+    "HOME",
+    "PATH",
+    "PULUMI_ENV",
+    "PULUMI_DEPLOY_EXECUTOR",
+    "PULUMI_OIDC_TOKEN",
+    "PWD",
+    "SHLVL",
+    "OLDPWD",
+    "_",
+    "HOSTNAME",
+}
 ENV_MARK = "ENV64:"
 STEPS = [
     {
         "name": "env",
         "run": (
             f'printf "{ENV_MARK}"; env | base64 -w0; echo; echo "secret is $SECRET_ONE"; '
-            "touch started; while [ ! -e gate ]; do sleep 0.1; done"
+            # The job's volume: /mnt/workflow in a container (steps run in /), else the cwd.
+            "w=/mnt/workflow; [ -d $w ] || w=.; "
+            "touch $w/started; while [ ! -e $w/gate ]; do sleep 0.1; done"
         ),
     },
     {"name": "after", "run": "echo done"},
@@ -213,10 +228,12 @@ def run_and_scan(emu, agents, tmp_path, cases: list[Case], extra_secrets: dict[s
         for where, data in everywhere.items()
         if secret.encode() in data and not (Path(where) in MODES and secret_file_ok(Path(where)))
     ]
+    # A job's own OIDC token belongs in its environment, as PULUMI_OIDC_TOKEN (check_job_env);
+    # the container's config and pod specs never hold it (agent/tests/targets/test_contract.py).
     hits += [
         (what, where)
         for what, secret in secrets.items()
-        if secret != JOB_SECRET
+        if secret != JOB_SECRET and not what.startswith("job oidc token ")
         for where, data in job_envs.items()
         if secret.encode() in data
     ]

@@ -20,38 +20,39 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-from workflow_emulator.app import EXECUTOR  # noqa: E402 - pip install -e tests/emulator
 from workflow_emulator.testing import Emulator  # noqa: E402
 
 WAIT = 120.0  # seconds: generous deadlines for a loaded 2-core machine
 
-# A job shaped like a real deployment, for every target: its runner fetches the Pulumi
-# Deployments executor from the service (GET /api/deployments/executor, with the job's
-# credential) and runs it in one shared work area, step 0 being the checkout slot. The emulator
-# job needs `service_env: True` (PULUMI_BACKEND_URL, PULUMI_ACCESS_TOKEN) and `shell: bash`; the
-# job images here have bash but no curl, so the download is plain HTTP over bash's /dev/tcp.
-FETCH_EXECUTOR = r"""set -euo pipefail
-hostport=${PULUMI_BACKEND_URL#http://}; hostport=${hostport%%/*}
-exec 3<>"/dev/tcp/${hostport%:*}/${hostport##*:}"
-printf 'GET /api/deployments/executor HTTP/1.0\r\nHost: %s\r\nAuthorization: token %s\r\n\r\n' \
-  "$hostport" "$PULUMI_ACCESS_TOKEN" >&3
-IFS= read -r status <&3
-case "$status" in *" 200 "*) ;; *) echo "download failed: $status"; exit 1 ;; esac
-while IFS= read -r line <&3 && [ -n "${line%$'\r'}" ]; do :; done
-cat <&3 > executor; exec 3<&-
-chmod +x executor
-echo "fetched the executor ($(wc -c < executor) bytes)"
-"""
+# A job shaped like a real deployment, for every target: the agent fetched the Pulumi
+# Deployments executor with the pool's credentials and placed it in the job
+# ($PULUMI_DEPLOY_EXECUTOR); a step's NAME=value line in $PULUMI_ENV reaches the later steps;
+# the claim's OIDC token is PULUMI_OIDC_TOKEN. Step 0, the checkout slot, is never run. The job
+# needs `shell: bash` (the job images here have bash).
 DEPLOYMENT_STEPS = [
-    {"name": "fetch executor", "run": FETCH_EXECUTOR},
-    {"name": "pulumi up", "run": "./executor up --yes --stack dev"},
-    {"name": "oidc", "run": 'test -s "$PULUMI_OIDC_TOKEN_FILE" && echo "oidc token file ready"'},
+    {
+        "name": "executor",
+        "run": 'test -x "$PULUMI_DEPLOY_EXECUTOR" && head -c 2 "$PULUMI_DEPLOY_EXECUTOR"; echo',
+    },
+    {"name": "pulumi env", "run": 'echo "GREETING=hello from an earlier step" >> "$PULUMI_ENV"'},
+    {
+        "name": "later step",
+        "run": 'echo "$GREETING"; test -n "$PULUMI_OIDC_TOKEN" && echo "oidc token ready"',
+    },
 ]
-DEPLOYMENT_LOGS = [
-    [f"fetched the executor ({len(EXECUTOR)} bytes)"],
-    ["pulumi deployments executor (workflow-emulator stand-in): up --yes --stack dev"],
-    ["oidc token file ready"],
-]
+
+
+def check_deployment_logs(steps: list[dict]) -> None:
+    """The logs of DEPLOYMENT_STEPS, as a run on any target gives them."""
+    logs = [s["logs"] for s in steps]
+    assert logs[:2] == [["#!"], []], steps
+    loading, *rest = logs[2]
+    assert re.fullmatch(r"\[workflow-agent\] Loading PULUMI_ENV from /\S*PULUMI_ENV", loading), (
+        steps
+    )
+    assert rest == ["hello from an earlier step", "oidc token ready"], steps
+
+
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 LISTENING = re.compile(r"http server listening on [^\s:]+:(\d+)")
 

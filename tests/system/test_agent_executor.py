@@ -1,13 +1,13 @@
 """A job shaped like a real deployment, end to end on the process and docker targets (the
-kubernetes one: agent/tests/targets/test_kubernetes.py, k8s stage): a real agent claims it, the
-job fetches the Pulumi Deployments executor from the service with its own credential
-(GET /api/deployments/executor), runs it, and finds the claim's OIDC token in its file. Step 0,
-the checkout slot, is never run."""
+kubernetes one: agent/tests/targets/test_kubernetes.py, k8s stage): a real agent claims it,
+fetches the Pulumi Deployments executor with the pool's credentials and places it in the job,
+a step's $PULUMI_ENV line reaches the next step, and the claim's OIDC token is
+PULUMI_OIDC_TOKEN (agent_harness.DEPLOYMENT_STEPS). Step 0, the checkout slot, is never run."""
 
 from __future__ import annotations
 
 import pytest
-from agent_harness import DEPLOYMENT_LOGS, DEPLOYMENT_STEPS, WAIT, AgentProcess, Emulator
+from agent_harness import DEPLOYMENT_STEPS, WAIT, AgentProcess, Emulator, check_deployment_logs
 from target_harness import JOB_IMAGE, docker_available
 
 
@@ -27,7 +27,7 @@ def run_deployment(emu, tmp_path, **settings) -> dict:
 
 def check(job: dict) -> None:
     assert job["status"] == "succeeded", job
-    assert [s["logs"] for s in job["steps"]] == DEPLOYMENT_LOGS, job["steps"]
+    check_deployment_logs(job["steps"])
 
 
 def test_a_deployment_fetches_and_runs_the_executor_as_a_process(emu, tmp_path):

@@ -47,6 +47,7 @@ from workflow_agent.transport import PoolTransport, pool, proxy_mounts  # noqa: 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 8 * 1024 * 1024  # no legitimate answer comes close; a bigger one is a broken server
+MAX_RAW_BODY = 1024 * 1024 * 1024  # a download (the deployment executor: a Go binary, ~100 MB)
 RETRY_STATUSES = frozenset({408, 429}) | frozenset(range(500, 600))
 
 
@@ -195,8 +196,14 @@ class Client:
         anonymous: bool = False,
         bypass_breaker: bool = False,
         cancel: threading.Event | None = None,
+        headers: Mapping[str, str] | None = None,
+        raw: bool = False,
+        timeout: float | None = None,
     ) -> Reply:
-        """Make one logical call. Pool auth unless `job_token` is given or `anonymous`."""
+        """Make one logical call. Pool auth unless `job_token` is given or `anonymous`.
+
+        `raw`: the body is kept as bytes (a download, up to MAX_RAW_BODY), not parsed as JSON.
+        `timeout` replaces request_timeout as the deadline of each attempt."""
         probe = self.breaker.before(route, bypass_breaker)
         retries = self.cfg.request_retry_count
         wait = self.cfg.request_retry_wait.total_seconds()
@@ -206,9 +213,9 @@ class Client:
         try:
             while True:
                 attempt += 1
-                headers = self._auth(job_token, anonymous)
+                sent = {**(headers or {}), **self._auth(job_token, anonymous)}
                 try:
-                    reply = self._send(method, path, route, headers, json_body)
+                    reply = self._send(method, path, route, sent, json_body, raw, timeout)
                 except ServiceError as exc:
                     if exc.status is not None:  # a bad answer, not a transient failure
                         self.breaker.success()
@@ -258,13 +265,13 @@ class Client:
             raise ServiceError("no credentials configured")
         return {"Authorization": f"token {self.tokens.token()}"}
 
-    def _send(self, method, path, route, headers, json_body) -> Reply:
+    def _send(self, method, path, route, headers, json_body, raw=False, timeout=None) -> Reply:
         kwargs: dict[str, Any] = {"headers": headers}
         if json_body is not None:
             kwargs["content"] = json.dumps(json_body).encode()
             headers["Content-Type"] = "application/json"
         # One deadline for the whole attempt: connect, send, headers and body (DeadlineBackend).
-        self._deadline.at = time.monotonic() + self.timeout
+        self._deadline.at = time.monotonic() + (timeout or self.timeout)
         try:
             try:
                 request = self._http.build_request(method, path, **kwargs)
@@ -273,7 +280,7 @@ class Client:
                 self._count(route, "error")
                 raise ServiceError(f"{method} {route}: {_describe(exc)}", route=route) from None
             try:
-                body = self._read(response)
+                body = self._read(response, MAX_RAW_BODY if raw else MAX_BODY)
             except httpx.TransportError as exc:  # e.g. the connection closed mid-body
                 self._count(route, "error")
                 raise ServiceError(f"{method} {route}: {_describe(exc)}", route=route) from None
@@ -287,6 +294,8 @@ class Client:
         finally:
             self._deadline.at = None
         self._count(route, str(response.status_code))
+        if raw and response.status_code < 400:
+            return Reply(response.status_code, response.headers, body)
         data: Any = None
         if body.strip():
             try:
@@ -301,17 +310,17 @@ class Client:
                 data = body[:200].decode("utf-8", "replace")
         return Reply(response.status_code, response.headers, data)
 
-    def _read(self, response: httpx.Response) -> bytes:
+    def _read(self, response: httpx.Response, limit: int = MAX_BODY) -> bytes:
         declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY:
+        if declared.isdigit() and int(declared) > limit:
             raise ServiceError(f"response too large ({declared} bytes)")
         chunks: list[bytes] = []
         size = 0
         try:
             for chunk in response.iter_bytes():
                 size += len(chunk)
-                if size > MAX_BODY:
-                    raise ServiceError(f"response too large (over {MAX_BODY} bytes)")
+                if size > limit:
+                    raise ServiceError(f"response too large (over {limit} bytes)")
                 chunks.append(chunk)
         except httpx.DecodingError as exc:
             raise ServiceError(f"undecodable response: {exc}") from None

@@ -71,6 +71,8 @@ class StepDef:
 @dataclass(frozen=True)
 class Definition:
     image: str
+    # image.isDefault [SPEC DockerImage]: use the runner's built-in default image instead.
+    image_is_default: bool = field(default=False, kw_only=True)
     credentials: tuple[str, str] | None = field(repr=False)
     timeout: float | None  # seconds
     env: dict[str, str] = field(repr=False)
@@ -111,6 +113,9 @@ def parse_definition(data: Any) -> Definition:
     if not isinstance(image, dict):
         raise BadPayload("image: expected an object")
     reference = _str(image, "reference", required=False)
+    is_default = image.get("isDefault", False)
+    if not isinstance(is_default, bool):
+        raise BadPayload("image.isDefault: expected true or false")
     credentials = None
     creds = image.get("credentials")
     if creds is not None:
@@ -154,6 +159,7 @@ def parse_definition(data: Any) -> Definition:
         raise BadPayload(f"shell: {shell[:40]!r} is not a program name or path")
     return Definition(
         image=reference,
+        image_is_default=is_default,
         credentials=credentials,
         timeout=_duration(data.get("timeout"), "timeout"),
         env=env,
@@ -161,6 +167,17 @@ def parse_definition(data: Any) -> Definition:
         steps=tuple(steps),
         shell=shell,
     )
+
+
+def job_image(definition: Definition, default_image: str, override: str) -> str:
+    """The image a job runs in: the agent's PULUMI_DEPLOY_OVERRIDE_IMAGE_REFERENCE [REPO 1.3.5]
+    before anything; the built-in default when the job asks for it (isDefault [SPEC]) or names
+    none; else the job's own reference."""
+    if override:
+        return override
+    if definition.image_is_default or not definition.image:
+        return default_image
+    return definition.image
 
 
 def build_env(

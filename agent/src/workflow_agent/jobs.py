@@ -22,8 +22,9 @@ from dataclasses import replace
 from workflow_agent.client import AbortedError, Client, ServiceError
 from workflow_agent.clock import Clock
 from workflow_agent.config import AgentConfig
+from workflow_agent.executor import ExecutorCache, ExecutorError
 from workflow_agent.health import Health
-from workflow_agent.jobdef import BadPayload, Claim, build_env, parse_definition
+from workflow_agent.jobdef import BadPayload, Claim, build_env, job_image, parse_definition
 from workflow_agent.logship import LogShipper
 from workflow_agent.redaction import Redactor
 from workflow_agent.targets.base import (
@@ -44,6 +45,8 @@ HEARTBEAT_MAX = 30.0  # seconds; the service fails a job after 10 minutes withou
 # is queued. "canceled" is not in the enum; tolerated all the same.
 CANCEL_STATUSES = frozenset({"failed", "skipped", "canceled", "cancelled"})
 FIRST_STEP = 1  # step 0 is reserved for the source checkout; the runner never runs it [RE]
+# The agent's environment variable that replaces every job's image [REPO CHANGELOG 1.3.5].
+OVERRIDE_IMAGE_ENV = "PULUMI_DEPLOY_OVERRIDE_IMAGE_REFERENCE"
 
 
 class Cancel:
@@ -163,6 +166,7 @@ class JobRunner:
         redactor: Redactor | None = None,
         host_env: Mapping[str, str] | None = None,
         withheld: Callable[[], Iterable[str]] = lambda: (),
+        executors: ExecutorCache | None = None,
     ) -> None:
         self.cfg = cfg
         self.client = client
@@ -174,6 +178,7 @@ class JobRunner:
         self.redactor = redactor or Redactor()
         self.host_env = os.environ if host_env is None else host_env
         self.withheld = withheld
+        self.executors = executors
 
     def touch(self) -> None:
         if self.health is not None:
@@ -249,10 +254,22 @@ class JobRunner:
         steps = tuple(
             Step(s.index, s.name, s.run, s.timeout, workdir=s.working_dir) for s in definition.steps
         )
+        image = job_image(
+            definition, self.cfg.default_image, self.host_env.get(OVERRIDE_IMAGE_ENV, "")
+        )
+        if image != definition.image:
+            log.info("job image %s (the job named %r)", image, definition.image)
+        executor = ""
+        if claim.type == "deployment" and self.executors is not None:
+            try:
+                executor = self.executors.path()
+            except ExecutorError as exc:
+                return self._not_run(claim, FIRST_STEP, str(exc), log)
         spec = JobSpec(
             job_id=claim.job_id,
             run_id=claim.run_id,
-            image=definition.image,
+            image=image,
+            executor=executor,
             image_credentials=definition.credentials,
             env=env,
             steps=steps,

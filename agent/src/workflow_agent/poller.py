@@ -90,7 +90,7 @@ class Slot:
                 )
                 default_type = "deployment"
             else:
-                kinds = [t for t in agent.cfg.enabled_workflow_types if t in LEASE_TYPES]
+                kinds = [t for t in agent.kinds if t in LEASE_TYPES]
                 reply = agent.client.call(
                     "POST",
                     "/api/background-activities/worker/lease/acquire",
@@ -165,7 +165,9 @@ class Agent:
         clock: Clock | None = None,
         metrics=None,
         rng: Callable[[], float] = random.random,
+        kinds: list[str] | None = None,
     ) -> None:
+        """`kinds`: the workflow types to claim (default: the configured ones)."""
         self.cfg = cfg
         self.client = client
         self.runner = runner
@@ -178,10 +180,11 @@ class Agent:
         self.results: list[str] = []
         self._lock = threading.Lock()
         self.slots: list[Slot] = []
+        self.kinds = list(cfg.enabled_workflow_types if kinds is None else kinds)
         for i in range(1, cfg.slots + 1):
-            if "deployment" in cfg.enabled_workflow_types:
+            if "deployment" in self.kinds:
                 self.slots.append(Slot(self, i, "deployment"))
-            if any(t in cfg.enabled_workflow_types for t in LEASE_TYPES):
+            if any(t in self.kinds for t in LEASE_TYPES):
                 self.slots.append(Slot(self, i, "lease"))
         self.threads: list[threading.Thread] = []
 

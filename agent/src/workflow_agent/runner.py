@@ -15,11 +15,12 @@ import ssl
 import threading
 from datetime import timedelta
 
-from workflow_agent import __version__
+from workflow_agent import __version__, bootstrap
 from workflow_agent.client import Client
 from workflow_agent.clock import Clock
 from workflow_agent.config import LoadedConfig
 from workflow_agent.durations import format as format_duration
+from workflow_agent.executor import ExecutorCache
 from workflow_agent.health import Health
 from workflow_agent.jobs import JobRunner
 from workflow_agent.logsetup import setup as setup_logging
@@ -29,11 +30,14 @@ from workflow_agent.poller import Agent
 from workflow_agent.redaction import Redactor
 from workflow_agent.server import HttpServer
 from workflow_agent.targets import make_target
+from workflow_agent.targets._jobdir import base_dir
 
 log = logging.getLogger("workflow_agent")
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 HTTP_HOST_ENV = "WORKFLOW_AGENT_HTTP_HOST"  # env-only: bind address of the local HTTP server
+# Under shared_volume_directory (or the OS temp dir), shared by the agents of a host.
+EXECUTOR_CACHE = "workflow-agent-executor"
 
 
 def instance_name(env=None) -> str:
@@ -150,6 +154,8 @@ def run(loaded: LoadedConfig) -> int:
         log.error("http_server_port: cannot listen on %s:%d: %s", host, cfg.http_server_port, exc)
         return EXIT_FAILED
     server.start()
+    kinds = bootstrap.workflow_types(client, cfg)
+    executors = ExecutorCache(client, base_dir(cfg.shared_volume_directory) / EXECUTOR_CACHE)
     runner = JobRunner(
         cfg,
         client,
@@ -160,8 +166,9 @@ def run(loaded: LoadedConfig) -> int:
         health=health,
         redactor=redactor,
         withheld=lambda: client.tokens.secrets() if client.tokens else [],
+        executors=executors,
     )
-    agent = Agent(cfg, client, runner, health=health, clock=clock, metrics=metrics)
+    agent = Agent(cfg, client, runner, health=health, clock=clock, metrics=metrics, kinds=kinds)
     signals = Signals()
     signals.install()
     agent.start()

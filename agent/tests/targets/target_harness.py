@@ -81,7 +81,8 @@ def run_steps(target: Target, job: JobSpec, cancel: threading.Event | None = Non
 class Harness:
     kind = ""
     # Variables a step may see besides JobSpec.env: the shell's own, the target's defaults.
-    allowed_extra_env = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})
+    # PULUMI_ENV: the job runtime's file (docs/protocol.md, "Job runtime"), in every target.
+    allowed_extra_env = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "PULUMI_ENV"})
 
     def __init__(self, tmp_path: Path) -> None:
         self.base = tmp_path / "shared"

@@ -243,14 +243,15 @@ def test_missing_working_directory_fails_the_step(harness):
     assert "no-such-dir" in said, res
 
 
-def test_oidc_token_is_a_private_file_the_env_names(harness):
-    """The claim's oidcToken: in a 0600 file named by PULUMI_OIDC_TOKEN_FILE (on docker and
-    kubernetes at Pulumi Deployments' /mnt/pulumi/pulumi.oidc), never in the environment."""
+def test_oidc_token_is_a_variable_and_a_private_file(harness):
+    """The claim's oidcToken, as Pulumi Deployments gives it [DOC]: PULUMI_OIDC_TOKEN in every
+    step's environment, and a 0600 file (docker and kubernetes: /mnt/pulumi/pulumi.oidc), yet in
+    neither the container's config nor the pod's spec."""
     target = harness.target()
     token = f"eyJ0eXAiOiJKV1QifQ.eyJzdWIiOiJqb2IifQ.{uuid.uuid4().hex}"
     job = harness.job(
-        'f="$PULUMI_OIDC_TOKEN_FILE"; echo "$f"; stat -c %a "$f"; cat "$f"; echo',
-        "env | grep -c " + token.rsplit(".", 1)[1] + " || true",
+        'echo "$PULUMI_OIDC_TOKEN"',
+        'f=/mnt/pulumi/pulumi.oidc; [ -e $f ] || f=../pulumi.oidc; stat -c %a "$f"; cat "$f"; echo',
         oidc_token=token,
     )
     target.prepare(job)
@@ -260,10 +261,8 @@ def test_oidc_token_is_a_private_file_the_env_names(harness):
     finally:
         target.cleanup(job)
     assert [o.succeeded for o in res.outcomes] == [True, True], res
-    path, mode, content = res.lines[0]
-    assert path.endswith("/pulumi.oidc") and mode == "600" and content == token
-    if harness.kind != "process":
-        assert path == "/mnt/pulumi/pulumi.oidc"
-    assert res.lines[1] == ["0"]  # not in any variable
+    assert res.lines[0] == [token]
+    mode, content = res.lines[1]
+    assert mode == "600" and content == token
     assert token not in inspected  # nor in the container's config or the pod's spec
     assert harness.leftovers(job) == []

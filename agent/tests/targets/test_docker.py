@@ -31,10 +31,13 @@ def test_container_is_labelled_and_runs_the_job_image_with_the_job_env(docker_ha
         assert container.status == "running"
         env = dict(e.split("=", 1) for e in container.attrs["Config"]["Env"])
         assert env["ONLY_THIS"] == "1"
-        assert set(env) <= {"ONLY_THIS", "PATH"}  # PATH: the image's default
-        [mount] = container.attrs["Mounts"]
-        assert mount["Type"] == "bind" and mount["Destination"] == "/mnt/workflow"
-        assert mount["Source"].startswith(str(h.base))
+        # PATH: the image's default; PULUMI_ENV: the job runtime's file.
+        assert set(env) <= {"ONLY_THIS", "PATH", "PULUMI_ENV"}
+        mounts = {m["Destination"]: m for m in container.attrs["Mounts"]}
+        assert set(mounts) == {"/mnt/workflow", "/PULUMI_ENV"}
+        for mount in mounts.values():
+            assert mount["Type"] == "bind" and mount["Source"].startswith(str(h.base))
+        assert container.attrs["Config"]["WorkingDir"] == "/"  # as upstream's runner [RE]
         assert not container.attrs["HostConfig"]["Privileged"]
     finally:
         target.cleanup(job)
@@ -146,7 +149,7 @@ def test_root_owned_files_are_removed_with_the_job_dir(docker_harness):
 def test_debug_keep_runner_keeps_container_and_dir_until_orphan_cleanup(docker_harness):
     h = docker_harness
     target = h.target(cfg={"debug_keep_runner": True})
-    job = h.job("echo kept > file")
+    job = h.job("echo kept > /mnt/workflow/file")
     target.prepare(job)
     assert run_steps(target, job).outcomes[0].succeeded
     target.cleanup(job)

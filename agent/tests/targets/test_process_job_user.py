@@ -47,7 +47,7 @@ def test_steps_run_as_the_job_user_without_capabilities(harness):
     target = target_with(harness, process_job_user=JOB_USER)
     job = harness.job(
         "id -un; grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status; pwd",
-        'mkdir -p sub && chmod 0500 sub && cat "$PULUMI_OIDC_TOKEN_FILE"',
+        'mkdir -p sub && chmod 0500 sub && echo "$PULUMI_OIDC_TOKEN"',
         oidc_token="oidc-secret",
     )
     target.prepare(job)

@@ -150,6 +150,9 @@ class AgentConfig(BaseModel):
     log_level: OneOf(("debug", "info", "warning", "error"), "a log level") = "info"
     debug_keep_runner: Flag = False
     ca_bundle: Text = ""
+    # The runner's built-in default image [SPEC DockerImage.isDefault]: for jobs that ask for it
+    # or name none. pulumi/pulumi is the service's default job image [DOC].
+    default_image: Text = "pulumi/pulumi:latest"
     # process target: the unprivileged user steps run as ("" = the agent's own user).
     process_job_user: Text = ""
 
@@ -165,6 +168,8 @@ class AgentConfig(BaseModel):
                 "with organization_name and runner_pool_id",
                 "token",
             )
+        if not self.default_image.strip():
+            raise fail("must name an image", "default_image")
         if self.request_retry_max_wait < self.request_retry_wait:
             raise fail(
                 f"{durations.format(self.request_retry_max_wait)} is shorter than "
@@ -187,6 +192,7 @@ EXTENSION_KEYS = (
     "log_level",
     "debug_keep_runner",
     "ca_bundle",
+    "default_image",
     "process_job_user",
 )
 ALL_KEYS = tuple(AgentConfig.model_fields)

@@ -2,7 +2,8 @@
 
 Layout: `<base>/workflow-agent-job-<job>-<random>/` (mode 0700) holds `owner.json` (instance,
 job and run ids; the process target adds the process groups it started), `work/`, the
-directory the steps run in, and (process target) `pulumi.oidc`, the job's OIDC token. Keeping
+directory the steps run in, `PULUMI_ENV` (docker: mounted at /PULUMI_ENV), and (process target)
+`pulumi.oidc`, the job's OIDC token. Keeping
 the agent's bookkeeping next to, not inside, `work/` keeps the job's workspace clean;
 `owner.json` is how a restarted agent recognises its orphans.
 """
@@ -21,7 +22,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflow_agent.targets.base import JobSpec, TargetError
+from workflow_agent.targets.base import (
+    EXECUTOR_DIR,
+    EXECUTOR_ENV,
+    EXECUTOR_NAME,
+    JobSpec,
+    TargetError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +48,10 @@ class JobDir:
     def oidc_token(self) -> Path:
         return self.root / "pulumi.oidc"
 
+    @property
+    def pulumi_env(self) -> Path:
+        return self.root / "PULUMI_ENV"
+
     def owner(self) -> dict:
         try:
             data = json.loads((self.root / OWNER_FILE).read_text(encoding="utf-8"))
@@ -59,6 +70,27 @@ def write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
+
+
+def place_runtime(jd: JobDir, job: JobSpec, work_in_job: str, copy: bool = True) -> dict[str, str]:
+    """Make the job's PULUMI_ENV file (empty, writable by whatever user the job runs as: the
+    job dir around it is the agent's, 0700 or 0711) and copy the executor into `work/`
+    (`copy`). Returns the variable that names the executor, `work/` being `work_in_job` in
+    the job."""
+    try:
+        jd.pulumi_env.touch(mode=0o666)
+        jd.pulumi_env.chmod(0o666)  # noqa: S103 - the job's user may be anyone; see above
+        if not job.executor:
+            return {}
+        if not copy:
+            return {EXECUTOR_ENV: f"{work_in_job}/{EXECUTOR_DIR}/{EXECUTOR_NAME}"}
+        where = jd.work / EXECUTOR_DIR
+        where.mkdir(mode=0o755)
+        shutil.copyfile(job.executor, where / EXECUTOR_NAME)
+        (where / EXECUTOR_NAME).chmod(0o755)
+    except OSError as exc:
+        raise TargetError(f"cannot prepare the job directory {jd.root}: {exc}") from None
+    return {EXECUTOR_ENV: f"{work_in_job}/{EXECUTOR_DIR}/{EXECUTOR_NAME}"}
 
 
 def base_dir(shared_volume_directory: str) -> Path:

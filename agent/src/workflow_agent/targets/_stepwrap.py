@@ -13,6 +13,12 @@ The step runs as `<shell> -c <script>` (the JobDefinition's `shell`, default /bi
 working directory (relative to the exec's): a `cd` that fails or a shell that is not there ends
 the step with the shell's own message in its output and a non-zero exit code.
 
+Before the step, `runtime_prelude` gives it the job runtime (docs/protocol.md, "Job runtime"):
+the NAME=value lines earlier steps appended to the file `$PULUMI_ENV` names, and, where the OIDC
+token is a file, PULUMI_OIDC_TOKEN read from it (so the token is never in the container's config
+or a pod spec). A line of that file that is not NAME=value fails the step with exit code 2 and
+one line saying which line (not what it holds: it may be a secret).
+
 The marker holds a random nonce per step, so step output cannot be taken for it by accident.
 With `env_from_stdin`, the wrapper first reads `export` lines from stdin up to the marker; the
 kubernetes target uses this so secrets never sit in the pod spec.
@@ -30,6 +36,35 @@ _READ_ENV = (
     'while IFS= read -r __wfa_l; do [ "$__wfa_l" = "$2" ] && break; eval "$__wfa_l"; done; '
     "unset __wfa_l; "
 )
+# POSIX sh. Values are taken as written after the first "=", less one pair of matching outer
+# quotes (as dotenv files are read) [ASSUMED]; blank lines and # comments are skipped.
+_LOAD_PULUMI_ENV = (
+    'if [ -s "${PULUMI_ENV:-}" ]; then '
+    'echo "[workflow-agent] Loading PULUMI_ENV from $PULUMI_ENV"; __wfa_n=0; '
+    'while IFS= read -r __wfa_l || [ -n "$__wfa_l" ]; do __wfa_n=$((__wfa_n + 1)); '
+    'case $__wfa_l in ""|"#"*) continue ;; esac; '
+    "__wfa_k=${__wfa_l%%=*}; case $__wfa_l in *=*) ;; *) __wfa_k= ;; esac; "
+    'case $__wfa_k in ""|[0-9]*|*[!A-Za-z0-9_]*) '
+    'echo "[workflow-agent] error: $PULUMI_ENV line $__wfa_n is not NAME=value (the line is not '
+    'shown: it may hold a secret)"; exit 2 ;; esac; '
+    "__wfa_v=${__wfa_l#*=}; "
+    "case $__wfa_v in \\\"*\\\"|\\'*\\') __wfa_v=${__wfa_v#?}; __wfa_v=${__wfa_v%?} ;; esac; "
+    'export "$__wfa_k=$__wfa_v"; '
+    'done < "$PULUMI_ENV"; unset __wfa_n __wfa_l __wfa_k __wfa_v; fi; '
+)
+
+
+def runtime_prelude(oidc_file: str = "") -> str:
+    """sh run before each step: PULUMI_ENV's variables, and PULUMI_OIDC_TOKEN from `oidc_file`."""
+    text = _LOAD_PULUMI_ENV
+    if oidc_file:
+        text += (
+            f"if [ -r {oidc_file} ]; then PULUMI_OIDC_TOKEN=$(cat {oidc_file}); "
+            "export PULUMI_OIDC_TOKEN; fi; "
+        )
+    return text
+
+
 _RUN = (
     # `trap : TERM`: the wrapper outlives a TERM to the group and reports how the step ended
     # (a handler, unlike an ignored signal, is reset for the step). A dying exec whose output
@@ -39,7 +74,7 @@ _RUN = (
     # keeps the step's redirections out of the wrapper (dash prints the notice while a simple
     # command's redirections are in effect); it execs the step's shell, so no extra process.
     'trap : TERM; exec 3>&1 >/dev/null 2>&1 </dev/null; printf "%s pid %s\\n" "$2" "$$" >&3; '
-    '(cd -- "$4" && exec "$3" -c "$1") >&3 2>&3 3>&-; printf "%s rc %s\\n" "$2" "$?" >&3'
+    '(@PRELUDE@ cd -- "$4" && exec "$3" -c "$1") >&3 2>&3 3>&-; printf "%s rc %s\\n" "$2" "$?" >&3'
 )
 KILL_SCRIPT = (
     # $1 signal, $2 process group. Exit 0 when the group existed.
@@ -59,8 +94,9 @@ def wrapper_argv(
     env_from_stdin: bool = False,
     shell: str = "/bin/sh",
     workdir: str = "",
+    prelude: str = "",
 ) -> list[str]:
-    body = (_READ_ENV if env_from_stdin else "") + _RUN
+    body = (_READ_ENV if env_from_stdin else "") + _RUN.replace("@PRELUDE@", prelude)
     return ["/bin/sh", "-c", body, "workflow-step", script, marker, shell, workdir or "."]
 
 

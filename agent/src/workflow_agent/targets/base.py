@@ -20,16 +20,25 @@ LABEL_JOB = "workflow-agent/job-id"
 LABEL_RUN = "workflow-agent/run-id"
 LABEL_INSTANCE = "workflow-agent/instance"
 DEFAULT_SHELL = "/bin/sh"
-# The claim's oidcToken reaches a job as a file, never as a variable value (an environment shows
-# in `docker inspect`, /proc/<pid>/environ and pod specs): this variable names the file. Pulumi
-# Deployments puts the token in /mnt/pulumi/pulumi.oidc [DOC], where the docker and kubernetes
-# targets put it too (in memory); the process target keeps it in the job's directory.
-OIDC_TOKEN_ENV = "PULUMI_OIDC_TOKEN_FILE"  # noqa: S105 - a name
+# What a job is given (docs/protocol.md, "Job runtime"). The claim's oidcToken reaches a job's
+# steps as PULUMI_OIDC_TOKEN and as the file /mnt/pulumi/pulumi.oidc [DOC]. The docker and
+# kubernetes targets keep it out of the container's config and the pod spec: it goes to the file
+# (tmpfs) over an exec's stdin, and each step's wrapper exports the variable from the file.
+OIDC_TOKEN_ENV = "PULUMI_OIDC_TOKEN"  # noqa: S105 - a name
 OIDC_TOKEN_DIR = "/mnt/pulumi"  # noqa: S105 - a path
 OIDC_TOKEN_PATH = OIDC_TOKEN_DIR + "/pulumi.oidc"
 # Writes one line of stdin (the token) to $1 with mode 0600, as the job's own user: run in the
 # job container by the docker and kubernetes targets.
 WRITE_TOKEN_SCRIPT = 'umask 077 && IFS= read -r t && printf "%s" "$t" > "$1"'  # noqa: S105
+# /PULUMI_ENV [DOC]: NAME=value lines a step appends reach the later steps. PULUMI_ENV names the
+# file in every target (the process target has no container root: a per-job file).
+PULUMI_ENV_VAR = "PULUMI_ENV"
+PULUMI_ENV_PATH = "/PULUMI_ENV"
+# The deployment executor [SPEC GetPulumiDeployExecutor], placed by the target in the job's work
+# volume (where is not public: [ASSUMED]); PULUMI_DEPLOY_EXECUTOR names its path in the job.
+EXECUTOR_ENV = "PULUMI_DEPLOY_EXECUTOR"
+EXECUTOR_DIR = ".pulumi-deploy"
+EXECUTOR_NAME = "pulumi-deploy-executor"
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,9 @@ class JobSpec:
     labels: dict[str, str] = field(default_factory=dict)
     shell: str = ""  # the JobDefinition's `shell` (a name on PATH or a path); "" is /bin/sh
     oidc_token: str = field(default="", repr=False)  # the claim's oidcToken ("" when none)
+    # The deployment executor on the agent's host (a cached file), placed in the job by the
+    # target; "" for jobs that have none (non-deployment workflows).
+    executor: str = ""
 
     @property
     def shell_or_default(self) -> str:

@@ -10,15 +10,18 @@ DOCKER_CERT_PATH). Per job:
   run id and agent instance. Its entrypoint is replaced by a /bin/sh keepalive loop, with the
   engine's init (tini) as PID 1 to reap orphans; the loop's first line, read from the attached
   output, proves /bin/sh runs (an image without it fails the job with what the container said).
-  Environment: exactly `JobSpec.env` (job env, allowlisted host variables, DOCKER_HOST). The
-  per-job dir's `work/` (under
-  `shared_volume_directory`, default the OS temp dir) is bind-mounted at /mnt/workflow, the
-  working directory of every step, so files persist between steps. When the agent itself runs in
-  a container, `shared_volume_directory` must exist at the same path on the Docker host, because
-  the engine resolves bind mounts there.
-- **OIDC token.** A tmpfs is mounted at /mnt/pulumi; the claim's token is written there
-  (`pulumi.oidc`, mode 0600, as the container's user) over an exec's stdin, so it is in neither
-  the container's config nor a host file; `PULUMI_OIDC_TOKEN_FILE` names it.
+  It runs as the image's own user. Environment: `JobSpec.env` (job env, allowlisted host
+  variables, DOCKER_HOST), plus PULUMI_ENV and PULUMI_DEPLOY_EXECUTOR. The per-job dir's `work/`
+  (under `shared_volume_directory`, default the OS temp dir) is bind-mounted at /mnt/workflow;
+  steps run in `/` (as upstream's runner does) unless they name a `workingDir`, and files
+  persist between them. When the agent itself runs in a container, `shared_volume_directory`
+  must exist at the same path on the Docker host, because the engine resolves bind mounts there.
+- **Job runtime** (docs/protocol.md, "Job runtime"). `/PULUMI_ENV` is a file of the job dir,
+  bind-mounted and writable by any user of the image; each step's wrapper loads it. The
+  deployment executor is copied into `work/.pulumi-deploy/`. A tmpfs is mounted at /mnt/pulumi;
+  the claim's OIDC token is written there (`pulumi.oidc`, mode 0600, as the container's user)
+  over an exec's stdin, so it is in neither the container's config nor a host file, and each
+  step's wrapper exports it as PULUMI_OIDC_TOKEN.
 - **Steps.** Each step is one `docker exec` of the /bin/sh wrapper in `_stepwrap` (output
   streamed line by line, stdout and stderr merged, exit code from the wrapper), which runs the
   step with the job's shell in its working directory. Timeout and
@@ -59,8 +62,9 @@ from workflow_agent.targets.base import (
     LABEL_JOB,
     LABEL_RUN,
     OIDC_TOKEN_DIR,
-    OIDC_TOKEN_ENV,
     OIDC_TOKEN_PATH,
+    PULUMI_ENV_PATH,
+    PULUMI_ENV_VAR,
     WRITE_TOKEN_SCRIPT,
     BaseTarget,
     JobSpec,
@@ -75,7 +79,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WORKDIR = "/mnt/workflow"
+WORKDIR = "/mnt/workflow"  # the per-job volume
+STEP_DIR = "/"  # where steps run [RE: upstream's runner]
 READY = b"workflow-agent: job container ready"
 KEEPALIVE = f'echo "{READY.decode()}"; trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
 GRACE_SECONDS = 10.0
@@ -153,11 +158,14 @@ class DockerTarget(BaseTarget):
         name = f"{_jobdir.PREFIX}{_slug(job.job_id)}-{secrets.token_hex(3)}"
         # The low-level API: the models' create and reload would each add an inspect call.
         api = self._client.api
-        mounts = [Mount(WORKDIR, str(jd.work), type="bind")]
-        environment = dict(job.env)
+        runtime = _jobdir.place_runtime(jd, job, WORKDIR)
+        mounts = [
+            Mount(WORKDIR, str(jd.work), type="bind"),
+            Mount(PULUMI_ENV_PATH, str(jd.pulumi_env), type="bind"),
+        ]
+        environment = {**job.env, PULUMI_ENV_VAR: PULUMI_ENV_PATH, **runtime}
         if job.oidc_token:
             mounts.append(Mount(OIDC_TOKEN_DIR, None, type="tmpfs"))
-            environment = {OIDC_TOKEN_ENV: OIDC_TOKEN_PATH, **environment}
         try:
             cid = api.create_container(
                 job.image,
@@ -166,7 +174,7 @@ class DockerTarget(BaseTarget):
                 name=name,
                 labels=labels,
                 environment=environment,
-                working_dir=WORKDIR,
+                working_dir=STEP_DIR,
                 host_config=api.create_host_config(mounts=mounts, init=True),
                 detach=True,
             )["Id"]
@@ -256,10 +264,14 @@ class DockerTarget(BaseTarget):
         parser = _stepwrap.StepStream(marker, on_line)
         cid = state.container.id
         argv = _stepwrap.wrapper_argv(
-            step.run, marker, shell=job.shell_or_default, workdir=step.workdir
+            step.run,
+            marker,
+            shell=job.shell_or_default,
+            workdir=step.workdir,
+            prelude=_stepwrap.runtime_prelude(OIDC_TOKEN_PATH if job.oidc_token else ""),
         )
         try:
-            exec_id = self._client.api.exec_create(cid, argv, workdir=WORKDIR)["Id"]
+            exec_id = self._client.api.exec_create(cid, argv, workdir=STEP_DIR)["Id"]
             stream = self._client.api.exec_start(exec_id, stream=True)
         except docker.errors.DockerException as exc:
             return StepOutcome(None, "error", f"cannot exec in the job container: {_why(exc)}")

@@ -25,7 +25,9 @@ the exit code comes straight from the step, and later steps still run in the sam
 with the files (and background processes) of earlier ones, exactly as with docker. The job's
 environment travels over the exec's stdin, never in the pod spec, and so does the claim's OIDC
 token: written once to /mnt/pulumi/pulumi.oidc (an in-memory emptyDir, mode 0600) after the
-pod starts, named by PULUMI_OIDC_TOKEN_FILE. A log-parsing runner could
+pod starts; each step's wrapper exports it as PULUMI_OIDC_TOKEN. PULUMI_ENV names
+/mnt/workflow/PULUMI_ENV, on the job's volume, because a pod's user may not write to `/`
+(docs/protocol.md, "Job runtime"). A log-parsing runner could
 only stop the whole pod, and step markers in a log can be forged by step output. The cost is
 pods/exec in the RBAC, and a step whose exec connection breaks (API server restart) is
 reported as an error.
@@ -57,7 +59,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -68,8 +70,11 @@ from kubernetes.stream import stream as k8s_stream
 
 from workflow_agent.targets import _execpump, _k8spod, _stepwrap
 from workflow_agent.targets.base import (
-    OIDC_TOKEN_ENV,
+    EXECUTOR_DIR,
+    EXECUTOR_ENV,
+    EXECUTOR_NAME,
     OIDC_TOKEN_PATH,
+    PULUMI_ENV_VAR,
     WRITE_TOKEN_SCRIPT,
     BaseTarget,
     JobSpec,
@@ -104,6 +109,7 @@ _STDOUT, _STDERR = 1, 2
 @dataclass
 class _Job:
     name: str
+    runtime: dict[str, str] = field(default_factory=dict)
 
 
 class _PodStep(_execpump.ExecStep):
@@ -196,6 +202,31 @@ class KubernetesTarget(BaseTarget):
         self._wait_running(name, job.image)
         if job.oidc_token:
             self._write_token(name, job.oidc_token)
+        runtime = {PULUMI_ENV_VAR: _k8spod.WORKDIR + "/PULUMI_ENV"}
+        if job.executor:
+            path = f"{_k8spod.WORKDIR}/{EXECUTOR_DIR}/{EXECUTOR_NAME}"
+            self._write_executor(name, job.executor, path)
+            runtime[EXECUTOR_ENV] = path
+        with self._lock:
+            self._jobs[job.job_id].runtime = runtime
+
+    def _write_executor(self, name: str, source: str, path: str) -> None:
+        """The executor into the job's volume, over the stdin of an exec: no host path can
+        reach a pod."""
+        script = 'mkdir -p -- "${1%/*}" && head -c "$2" > "$1" && chmod 0755 "$1"'
+        try:
+            size = os.path.getsize(source)
+            ws = self._connect(name, ["/bin/sh", "-c", script, "sh", path, str(size)], stdin=True)
+            with open(source, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    ws.write_stdin(chunk)
+            ws.run_forever(timeout=300)
+            code = _returncode(ws)
+            ws.close()
+        except Exception as exc:  # ApiException, websocket and socket errors alike
+            raise TargetError(f"cannot copy the executor into pod {name}: {exc}") from None
+        if code != 0:
+            raise TargetError(f"cannot copy the executor to {path} in pod {name} (exit {code})")
 
     def _write_token(self, name: str, token: str) -> None:
         """The OIDC token into the pod's in-memory volume, over the stdin of an exec."""
@@ -278,10 +309,9 @@ class KubernetesTarget(BaseTarget):
             env_from_stdin=True,
             shell=job.shell_or_default,
             workdir=step.workdir,
+            prelude=_stepwrap.runtime_prelude(OIDC_TOKEN_PATH if job.oidc_token else ""),
         )
-        env = dict(job.env)
-        if job.oidc_token:
-            env = {OIDC_TOKEN_ENV: OIDC_TOKEN_PATH, **env}
+        env = {**job.env, **state.runtime}
         try:
             ws = self._connect(state.name, argv, stdin=True)
             ws.write_stdin(_stepwrap.env_lines(env, marker))

@@ -14,13 +14,17 @@ trusted workloads, on hosts dedicated to the agent. What it does give you:
   (mode 0700). Steps run there (or in their `workingDir`, relative to it), one after another,
   with `<shell> -c <step>` (the job's `shell`, default /bin/sh, looked up on the job's PATH), so
   files persist between steps. The directory is deleted when the job ends.
-- The claim's OIDC token is in `pulumi.oidc` (mode 0600) next to `work/`, named by
-  `PULUMI_OIDC_TOKEN_FILE`.
+- The job runtime (docs/protocol.md, "Job runtime"): a host has no container root, so the
+  PULUMI_ENV file is `PULUMI_ENV` next to `work/` (each step logs `Loading PULUMI_ENV from
+  <path>` once it holds variables), the deployment executor is copied into
+  `work/.pulumi-deploy/`, and the claim's OIDC token is PULUMI_OIDC_TOKEN and the file
+  `pulumi.oidc` (mode 0600) next to `work/`.
 - The environment is exactly the job's (`JobSpec.env`: job variables, allowlisted host
   variables, DOCKER_HOST), plus `HOME` (the job directory) and a plain `PATH`
   (`/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin`, with `/opt/homebrew/bin` first on macOS);
   a job variable of the same name wins, so allowlist `PATH` to hand the agent's PATH on.
-  Nothing else from the agent's environment reaches a step.
+  The runtime's variables above win over the job's. Nothing else from the agent's environment
+  reaches a step.
 - Every step starts its own session and process group. Timeout and cancel send SIGTERM to the
   whole group, wait the grace period, then send SIGKILL. Whatever a step left running in its
   group is killed the same way when the job ends. A program that starts its own session
@@ -45,10 +49,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workflow_agent.targets import _isolate, _jobdir, _procs
+from workflow_agent.targets import _isolate, _jobdir, _procs, _stepwrap
 from workflow_agent.targets._lines import LineSplitter
 from workflow_agent.targets.base import (
+    EXECUTOR_DIR,
+    EXECUTOR_NAME,
     OIDC_TOKEN_ENV,
+    PULUMI_ENV_VAR,
     BaseTarget,
     JobSpec,
     Step,
@@ -75,6 +82,7 @@ _TICK = 0.1
 @dataclass
 class _Job:
     jobdir: _jobdir.JobDir
+    runtime: dict[str, str] = field(default_factory=dict, repr=False)
     groups: list[dict] = field(default_factory=list)
     cgroup: Path | None = None
 
@@ -190,6 +198,17 @@ class ProcessTarget(BaseTarget):
                 _jobdir.write_private(jd.oidc_token, job.oidc_token)
             except OSError as exc:
                 raise TargetError(f"cannot write the job's OIDC token: {exc.strerror}") from None
+        # work/ is the job user's: it copies the executor in itself.
+        runtime = _jobdir.place_runtime(jd, job, str(jd.work), copy=not self._user)
+        if self._user and job.executor:
+            where = jd.work / EXECUTOR_DIR
+            script = 'mkdir -m 0755 -- "$1" && cp -- "$2" "$1/$3" && chmod 0755 -- "$1/$3"'
+            self._user.run(["sh", "-c", script, "sh", str(where), job.executor, EXECUTOR_NAME])
+        runtime[PULUMI_ENV_VAR] = str(jd.pulumi_env)
+        if job.oidc_token:
+            runtime[OIDC_TOKEN_ENV] = job.oidc_token
+        with self._lock:
+            self._jobs[job.job_id].runtime = runtime
         log.info("job %s: working directory %s", job.job_id, jd.work)
 
     def workdir(self, job: JobSpec):
@@ -198,10 +217,9 @@ class ProcessTarget(BaseTarget):
         return state.jobdir.work if state else None
 
     def environment(self, job: JobSpec, workdir) -> dict[str, str]:
-        env = {"HOME": str(workdir), "PATH": DEFAULT_PATH}
-        if job.oidc_token:
-            env[OIDC_TOKEN_ENV] = str(_jobdir.JobDir(workdir.parent).oidc_token)
-        return {**env, **job.env}
+        state = self._jobs.get(job.job_id)
+        runtime = state.runtime if state else {}
+        return {"HOME": str(workdir), "PATH": DEFAULT_PATH, **job.env, **runtime}
 
     def _step_state(self, job: JobSpec) -> _Job | None:
         with self._lock:
@@ -217,7 +235,9 @@ class ProcessTarget(BaseTarget):
         if missing:
             return StepOutcome(None, "error", f"working directory {step.workdir} does not exist")
         shell = job.shell_or_default
-        argv = [shell, "-c", step.run]
+        # /bin/sh loads PULUMI_ENV's variables, then becomes the job's shell running the step.
+        body = _stepwrap.runtime_prelude() + 'exec "$2" -c "$1"'
+        argv = ["/bin/sh", "-c", body, "workflow-step", step.run, shell]
         if self._user:  # the agent may not enter work/: the step changes directory itself
             argv = [*self._user.prefix, self._user.env, f"--chdir={cwd}", *argv]
         if self._cgroups:
