@@ -85,7 +85,8 @@ def place_runtime(jd: JobDir, job: JobSpec, work_in_job: str, copy: bool = True)
         if not copy:
             return {EXECUTOR_ENV: f"{work_in_job}/{EXECUTOR_DIR}/{EXECUTOR_NAME}"}
         where = jd.work / EXECUTOR_DIR
-        where.mkdir(mode=0o755)
+        where.mkdir()
+        where.chmod(0o777)  # noqa: S103 - the executor works beside itself, as the job's user
         shutil.copyfile(job.executor, where / EXECUTOR_NAME)
         (where / EXECUTOR_NAME).chmod(0o755)
     except OSError as exc:
