@@ -5,42 +5,58 @@
 # support from its package. The module is pinned in prometheus/go.mod (go.sum committed); the
 # build keeps Prometheus's file, HTTP and Kubernetes discovery only (its remove_all_sd and
 # enable_kubernetes_sd build tags) and serves no web UI (no builtinassets): the HTTP API is what
-# the tests use. Cold: about 4 min of 2 busy cores; cached: instant.
+# the tests use. `build-prometheus.sh --resolve` only downloads what the build reads (see
+# build.sh). Go's module and build caches are the project's (scripts/golib.sh).
+# Cold: about 4 min of 2 busy cores; cached: instant.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../../scripts/golib.sh
+. "$K8S_SRC/../../scripts/golib.sh"
 
+resolve_only=
+if [ "${1:-}" = --resolve ]; then resolve_only=1; fi
 MOD=$K8S_SRC/prometheus
 PKG=github.com/prometheus/prometheus
 VERSION=$(awk -v p="$PKG" '$1 == p {print $2}' "$MOD/go.mod")
-key=$(cat "$0" "$MOD/go.mod" "$MOD/go.sum" | sha256sum | cut -c1-12)
+key=$(go_key "$0" "$K8S_SRC/../../scripts/golib.sh" "$MOD/go.mod" "$MOD/go.sum")
 OUT=$CACHE_DIR/prometheus-$VERSION-$key
-if [ -x "$OUT/prometheus" ]; then
-  echo "$OUT/prometheus"
-  exit 0
+if [ -z "$resolve_only" ]; then
+  if [ -x "$OUT/prometheus" ]; then
+    echo "$OUT/prometheus"
+    exit 0
+  fi
+  mkdir -p "$CACHE_DIR"
+  exec 9>"$CACHE_DIR/.lock"
+  flock 9 # another engineer may be building the same thing: wait for it, then reuse it
+  if [ -x "$OUT/prometheus" ]; then
+    echo "$OUT/prometheus"
+    exit 0
+  fi
 fi
-mkdir -p "$CACHE_DIR"
-exec 9>"$CACHE_DIR/.lock"
-flock 9 # another engineer may be building the same thing: wait for it, then reuse it
-if [ -x "$OUT/prometheus" ]; then
-  echo "$OUT/prometheus"
-  exit 0
-fi
-[ -x "$GO" ] || die "no Go toolchain at $GO (set GO=/path/to/go)"
+go_check
 
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -mod=readonly -buildvcs=false"
-export GOCACHE=${WFA_K8S_GOCACHE:-$CACHE_DIR/go-build}
-cd "$MOD"
-# The release number (3.x.y) that `prometheus --version` and its build_info metric report.
-release=$(cat "$("$GO" list -m -f '{{.Dir}}' "$PKG")/VERSION")
+# The build's tags in GOFLAGS, so that go_resolve reads the same packages as the build.
+export GOFLAGS="$GOFLAGS -tags=remove_all_sd,enable_kubernetes_sd"
+start=$(date +%s)
+# The release number (3.x.y) that `prometheus --version` and its build_info metric report, from
+# the module's VERSION file: go_module_dir downloads the module before reading it.
+dir=$(go_module_dir "$MOD" "$PKG") # (its own assignment: inside `cat "$(...)"`, a failure would go unseen)
+release=$(cat "$dir/VERSION")
+go_resolve "$MOD" "$PKG/cmd/prometheus"
+log "Prometheus $release resolved in $(($(date +%s) - start)) s"
+[ -z "$resolve_only" ] || exit 0
+
 tmp=$(mktemp -d "$CACHE_DIR/.build.XXXXXX")
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 log "building Prometheus $release ($PKG $VERSION) with Kubernetes discovery into $OUT (cold: about 4 min on 2 cores)"
-start=$(date +%s)
-nice -n 10 "$GO" build -p 2 -tags remove_all_sd,enable_kubernetes_sd \
-  -ldflags "-s -w -X github.com/prometheus/common/version.Version=$release" \
-  -o "$tmp/prometheus" "$PKG/cmd/prometheus"
+(
+  cd "$MOD"
+  nice -n "$GO_NICE" "$GO" build -p 2 \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$release" \
+    -o "$tmp/prometheus" "$PKG/cmd/prometheus"
+)
 rm -rf "$OUT"
 mv "$tmp" "$OUT"
 trap - EXIT

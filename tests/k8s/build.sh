@@ -2,27 +2,39 @@
 # Build the cluster's binaries once per version and inputs: the multi-call `kube` (etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl,
 # cri-reset) plus `pause`, into $CACHE_DIR/<version>-<hash>/. Prints that directory.
-# Cold: about 20 min of 2 busy cores (see README); cached: instant.
+# `build.sh --resolve` only resolves: it downloads every module the build reads, and builds
+# nothing (a rehearsal runs it against an empty module cache: a fresh machine, in seconds).
+# Go's module and build caches are the project's (scripts/golib.sh). Cold: see README; cached: instant.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../../scripts/golib.sh
+. "$K8S_SRC/../../scripts/golib.sh"
 
+resolve_only=
+if [ "${1:-}" = --resolve ]; then resolve_only=1; fi
 OUT=$(bin_dir)
-if [ -x "$OUT/kube" ] && [ -x "$OUT/pause" ]; then
-  echo "$OUT"
-  exit 0
+built() { [ -x "$OUT/kube" ] && [ -x "$OUT/pause" ]; }
+if [ -z "$resolve_only" ]; then
+  if built; then
+    echo "$OUT"
+    exit 0
+  fi
+  mkdir -p "$CACHE_DIR"
+  exec 9>"$CACHE_DIR/.lock"
+  flock 9 # another engineer may be building the same thing: wait for it, then reuse it
+  if built; then
+    echo "$OUT"
+    exit 0
+  fi
 fi
-mkdir -p "$CACHE_DIR"
-exec 9>"$CACHE_DIR/.lock"
-flock 9 # another engineer may be building the same thing: wait for it, then reuse it
-if [ -x "$OUT/kube" ] && [ -x "$OUT/pause" ]; then
-  echo "$OUT"
-  exit 0
-fi
-[ -x "$GO" ] || die "no Go toolchain at $GO (set GO=/path/to/go)"
+go_check
 
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -mod=readonly -buildvcs=false"
-export GOCACHE=${WFA_K8S_GOCACHE:-$CACHE_DIR/go-build}
+start=$(date +%s)
+go_resolve "$K8S_SRC/kube" . ./pause
+log "Kubernetes $KUBE_VERSION resolved in $(($(date +%s) - start)) s"
+[ -z "$resolve_only" ] || exit 0
+
 minor=${KUBE_VERSION#v1.}
 minor=${minor%%.*}
 ld="-s -w"
@@ -34,11 +46,10 @@ tmp=$(mktemp -d "$CACHE_DIR/.build.XXXXXX")
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 log "building Kubernetes $KUBE_VERSION from Go modules into $OUT (cold: 7-13 min on 2 cores, by load)"
-start=$(date +%s)
 (
   cd "$K8S_SRC/kube"
-  nice -n 10 "$GO" build -p 2 -ldflags "$ld" -o "$tmp/kube" .
-  nice -n 10 "$GO" build -ldflags "-s -w" -o "$tmp/pause" ./pause
+  nice -n "$GO_NICE" "$GO" build -p 2 -ldflags "$ld" -o "$tmp/kube" .
+  nice -n "$GO_NICE" "$GO" build -ldflags "-s -w" -o "$tmp/pause" ./pause
 )
 for c in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
   ln -s kube "$tmp/$c"

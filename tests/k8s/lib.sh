@@ -10,6 +10,7 @@ PKI=$K8S_DIR/pki
 # STATE owns it and holds a stable kubeconfig symlink.
 STABLE_DIR=/var/tmp/workflow-agent-k8s
 # Built binaries are kept per version and inputs, outside any STATE, so k8s-down keeps them.
+# Go's module and build caches are the project's, shared with its other Go builds (scripts/golib.sh).
 CACHE_DIR=${WFA_K8S_CACHE:-/var/cache/workflow-agent-k8s}
 GO=${GO:-/usr/local/go/bin/go}
 DOCKER=${DOCKER:-$(command -v /usr/bin/docker || command -v docker)}
@@ -48,11 +49,13 @@ die() {
   exit 1
 }
 
-# The cache key covers every input of the build, so a change rebuilds and nothing else does.
+# The cache key covers every input of the build, so a change rebuilds and nothing else does:
+# whole-line shell comments are left out, as golib.sh's go_key does.
 bin_dir() {
   local key
-  key=$(cat "$K8S_SRC/build.sh" "$K8S_SRC/kube/go.mod" "$K8S_SRC/kube/go.sum" \
-    "$K8S_SRC"/kube/*.go "$K8S_SRC"/kube/pause/*.go | sha256sum | cut -c1-12)
+  key=$(sed '/^[[:space:]]*#/d' "$K8S_SRC/build.sh" "$K8S_SRC/../../scripts/golib.sh" \
+    "$K8S_SRC/kube/go.mod" "$K8S_SRC/kube/go.sum" "$K8S_SRC"/kube/*.go "$K8S_SRC"/kube/pause/*.go |
+    sha256sum | cut -c1-12)
   echo "$CACHE_DIR/$KUBE_VERSION-$key"
 }
 
