@@ -8,13 +8,14 @@ PY := $(VENV)/bin/python
 ACTIVATE := . $(VENV)/bin/activate &&
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule k8s demo demo-down bench bench-smoke soak k8s-up k8s-down clean
+.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule go-builds k8s demo demo-down bench bench-smoke soak k8s-up k8s-down clean
 
 help:
 	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
 	@echo "make demo-down  tear the demo down"
 	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule, k8s)"
 	@echo "make lint | sanity | units | pytest | galaxy | molecule | k8s | bench | soak | k8s-up | k8s-down"
+	@echo "make go-builds  the Go builds (Pulumi, its YAML language host, Kubernetes, Prometheus)"
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements/dev.in requirements/constraints.txt agent/pyproject.toml tests/emulator/pyproject.toml
@@ -93,6 +94,11 @@ MOLECULE_DOCKER := default check_mode multi_instance uninstall upgrade scale ado
 molecule: bootstrap galaxy
 	bash scripts/stage.sh molecule $(foreach s,$(or $(SCENARIOS),$(MOLECULE_DOCKER)),--require molecule-$(s).xml) \
 	  -- bash scripts/molecule.sh $(or $(SCENARIOS),$(MOLECULE_DOCKER))
+
+# The Go builds in the foreground (scripts/go-builds.sh); `make test` starts them in the
+# background at its start, and each stage waits for the builds it needs.
+go-builds:
+	bash scripts/go-builds.sh run
 
 K8S_SUITES := tests/k8s/test_cluster.py agent/tests/targets/test_kubernetes.py agent/tests/targets/test_strategic_merge.py
 k8s: bootstrap galaxy
