@@ -8,23 +8,39 @@
 The server runs as a subprocess (`python -m workflow_emulator serve`) on a free loopback port
 (or on `host`, e.g. a bridge address that job containers and pods reach) with a temporary state
 file; tokens reach it through the environment, never argv.
+
+For real Pulumi deployments (the stand-in executor, data/pulumi-deploy-executor): `GitServer`
+serves the programs (`PROGRAMS`: base, app, broken, gate) to jobs, `pulumi_bin_dirs()` finds
+the Pulumi CLI built here, and `stack_outputs()` reads a stack's outputs from outside any job.
 """
 
+import glob
 import io
+import json
 import os
 import pathlib
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+from importlib import resources
 
 import httpx
 
 TERMINAL = frozenset({"succeeded", "failed", "canceled", "skipped"})
+# YAML Pulumi programs for tests, one directory each (see their Pulumi.yaml):
+#   base    config `greeting` and secret `secretWord`; outputs greeting, message, secretWord
+#   app     a pulumi:pulumi:StackReference to organization/base/<same stack>; output fromBase
+#   broken  a program error (an undefined reference)
+#   gate    reads the file named by config `gate` (a FIFO makes `up` wait for a test)
+PROGRAMS = pathlib.Path(str(resources.files("workflow_emulator").joinpath("data/programs")))
+# Where scripts/build-go-tool.sh caches its builds (tests/gotools pins them).
+GO_CACHE = os.environ.get("WFA_GO_CACHE", "/var/cache/workflow-agent-go")
 
 
 class EmulatorError(RuntimeError):
@@ -321,3 +337,212 @@ class Emulator:
 
     def metrics(self) -> str:
         return self.admin("GET", "/metrics").text
+
+
+class PulumiMissing(EmulatorError):
+    """The Pulumi CLI or its YAML language host is not built (the message says which)."""
+
+
+def pulumi_bin_dirs() -> list[str]:
+    """The directories of `pulumi` and `pulumi-language-yaml`, to put on PATH: those of
+    WFA_PULUMI_BIN_DIR (os.pathsep-separated) when set, else the newest builds in the Go tool
+    cache. Raises PulumiMissing naming what is missing."""
+    wanted = ("pulumi", "pulumi-language-yaml")
+    found: dict[str, str] = {}
+    given = os.environ.get("WFA_PULUMI_BIN_DIR")
+    if given:
+        for d in given.split(os.pathsep):
+            for name in wanted:
+                if name not in found and os.access(os.path.join(d, name), os.X_OK):
+                    found[name] = d
+        where = f"WFA_PULUMI_BIN_DIR={given}"
+    else:
+        for name in wanted:
+            builds = glob.glob(os.path.join(GO_CACHE, "bin", f"{name}-v*", name))
+            builds = [b for b in builds if os.access(b, os.X_OK)]
+            if builds:
+                found[name] = os.path.dirname(max(builds, key=os.path.getmtime))
+        where = f"{GO_CACHE}/bin (build with scripts/build-go-tool.sh)"
+    missing = [n for n in wanted if n not in found]
+    if missing:
+        raise PulumiMissing(f"no {' and no '.join(missing)} in {where}")
+    return list(dict.fromkeys(found[n] for n in wanted))
+
+
+def stack_outputs(
+    emu: "Emulator",
+    project: str,
+    stack: str,
+    *,
+    passphrase: str | None = None,
+    bin_dirs: list[str] | None = None,
+) -> dict:
+    """A stack's outputs, read with the real CLI from the emulator's copy of the state, outside
+    any job (`pulumi stack output --json`; secrets shown when `passphrase` is given)."""
+    dirs = bin_dirs or pulumi_bin_dirs()
+    with tempfile.TemporaryDirectory(prefix="wfa-outputs-") as tmp:
+        state = emu.extract_backend(os.path.join(tmp, "state"))
+        env = {
+            "PATH": os.pathsep.join([*dirs, os.environ.get("PATH", "")]),
+            "HOME": tmp,
+            "PULUMI_HOME": os.path.join(tmp, "home"),
+            "PULUMI_BACKEND_URL": f"file://{state}",
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+        }
+        cmd = ["pulumi", "stack", "output", "--json", "--non-interactive"]
+        cmd += ["--stack", f"organization/{project}/{stack}"]
+        if passphrase is not None:
+            env["PULUMI_CONFIG_PASSPHRASE"] = passphrase
+            cmd.append("--show-secrets")
+        res = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        raise EmulatorError(f"pulumi stack output failed ({res.returncode}): {res.stderr.strip()}")
+    return json.loads(res.stdout)
+
+
+_GIT_ENV = {
+    # A fixed author and date: the same files make the same commit. No user or system config.
+    "GIT_AUTHOR_NAME": "workflow-emulator",
+    "GIT_AUTHOR_EMAIL": "emulator@example.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_NAME": "workflow-emulator",
+    "GIT_COMMITTER_EMAIL": "emulator@example.invalid",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+class GitServer:
+    """`git daemon` serving bare repositories made from directories of files, for jobs to
+    clone over git:// (read-only). Listens on `host` (a bridge address that containers reach,
+    or loopback) and `port` (0: a free one).
+
+        with GitServer() as git:
+            url = git.add("programs", PROGRAMS)  # git://127.0.0.1:PORT/programs
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 30):
+        self.host = host
+        self.port = port
+        self.startup_timeout = startup_timeout
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix="wfa-git-"))
+        self.log_path = self.dir / "daemon.log"
+        self._proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "GitServer":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"git://{host}:{self.port}"
+
+    def url(self, name: str) -> str:
+        return f"{self.base_url}/{name}"
+
+    def _git(self, *args: str, cwd: str | os.PathLike | None = None) -> str:
+        env = {**os.environ, **_GIT_ENV}
+        try:
+            res = subprocess.run(
+                ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+            )
+        except FileNotFoundError:
+            raise EmulatorError("git is not installed (apt-get install -y git)") from None
+        if res.returncode != 0:
+            raise EmulatorError(f"git {args[0]} failed: {res.stderr.strip()}")
+        return res.stdout
+
+    def start(self) -> None:
+        (self.dir / "repos").mkdir(exist_ok=True)
+        (self.dir / "work").mkdir(exist_ok=True)
+        # git-daemon itself, not `git daemon`, which would run it as a child of its own.
+        daemon = os.path.join(self._git("--exec-path").strip(), "git-daemon")
+        for _ in range(5):  # a free port can be taken between the probe and the daemon's bind
+            port = self.port or _free_port(self.host)
+            with open(self.log_path, "ab") as log:
+                self._proc = subprocess.Popen(
+                    [
+                        daemon,
+                        "--verbose",  # for its "Ready to rumble" once it listens
+                        "--reuseaddr",
+                        "--export-all",
+                        "--informative-errors",
+                        f"--base-path={self.dir / 'repos'}",
+                        f"--listen={self.host}",
+                        f"--port={port}",
+                        str(self.dir / "repos"),
+                    ],
+                    env={**os.environ, **_GIT_ENV},
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            if self._wait_listening(port):
+                self.port = port
+                return
+            self._proc.wait(timeout=30)
+            self._proc = None
+            if self.port:
+                break
+        tail = self.log_path.read_text(errors="replace")[-2000:]
+        raise EmulatorError(f"git daemon did not start on {self.host}:{self.port}: {tail}")
+
+    def _wait_listening(self, port: int) -> bool:
+        """Whether the daemon says it listens (a connect could reach another listener)."""
+        deadline = time.monotonic() + self.startup_timeout
+        ready = f"[{self._proc.pid}] Ready to rumble"
+        while time.monotonic() < deadline:
+            if ready in self.log_path.read_text(errors="replace"):
+                return True
+            if self._proc.poll() is not None:
+                return False
+            time.sleep(0.05)
+        self._proc.kill()
+        return False
+
+    def add(self, name: str, src: str | os.PathLike, branch: str = "main") -> str:
+        """Make (or move on) repository `name` to a commit of the files under `src`, on
+        `branch`; returns its git:// URL."""
+        work = self.dir / "work" / name
+        if not work.exists():
+            self._git("init", "--quiet", f"--initial-branch={branch}", str(work))
+        else:
+            self._git("checkout", "--quiet", "-B", branch, cwd=work)
+            self._git("rm", "-r", "--quiet", "--ignore-unmatch", ".", cwd=work)
+        shutil.copytree(src, work, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
+        self._git("add", "--all", cwd=work)
+        message = f"the files of {os.path.basename(os.path.abspath(src))}"
+        self._git("commit", "--quiet", "--allow-empty", "-m", message, cwd=work)
+        bare = self.dir / "repos" / name
+        if not bare.exists():
+            self._git("clone", "--quiet", "--bare", str(work), str(bare))
+        self._git("push", "--quiet", "--force", str(bare), f"{branch}:{branch}", cwd=work)
+        return self.url(name)
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _free_port(host: str) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
