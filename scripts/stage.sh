@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Run one stage of the suite: full output to $STATE/logs/<stage>.log, a one-line verdict to the
 # terminal and to $STATE/summary. Usage: stage.sh NAME [--require SUITE]... -- command...
+# `stage.sh NAME --failed WHY` records a stage that could not run (its build failed, say): the
+# same verdict line, `NAME FAIL: WHY`, which scripts/junit_total.py counts in the closing line.
 # Each SUITE (REPORT[::PATH], see scripts/verdict.py) must run at least one case that does not
 # skip, else the stage fails even when its command exits 0; the skips left are listed.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 name=$1; shift
+if [ "${1:-}" = --failed ]; then
+  mkdir -p "$STATE"
+  printf '%-9s FAIL: %s\n' "$name" "${2:?stage.sh NAME --failed WHY}" | tee -a "$STATE/summary"
+  exit 1
+fi
 suites=()
 while [ "${1:-}" = --require ]; do suites+=("$2"); shift 2; done
 [ "${1:-}" = "--" ] && shift

@@ -8,8 +8,30 @@ export WORKFLOW_AGENT_STATE=$STATE
 mkdir -p "$STATE/logs"; rm -f "$STATE/summary"; rm -rf "$STATE/junit"; mkdir -p "$STATE/junit"
 t0=$(date +%s)
 failed=0
+
+# The summary, then one closing line that counts every test case of every runner (pytest,
+# ansible-test units, testinfra under molecule) from their JUnit reports, and names each stage
+# that failed: a stage that failed before any case ran still shows there.
+finish() {
+  echo
+  echo "== summary ($(( $(date +%s) - t0 ))s)"
+  cat "$STATE/summary"
+  python3 scripts/junit_total.py --summary "$STATE/summary" --exit-code "$failed" "$STATE/junit"
+  exit $failed
+}
+
+# make TARGET... as stage NAME. A stage whose make fails before stage.sh wrote its verdict (a
+# prerequisite failed) gets a verdict line all the same, so that the summary names every failure.
+run_stage() {
+  local name=$1
+  shift
+  make --no-print-directory "$@" && return 0
+  failed=1
+  grep -Eq "^$name +FAIL" "$STATE/summary" 2>/dev/null ||
+    bash scripts/stage.sh "$name" --failed "make $name failed before the stage ran"
+}
 # Each stage once: bootstrap and galaxy are done by then, so later stages must not redo them.
-run() { make --no-print-directory -o bootstrap -o galaxy "$@" || failed=1; }
+run() { run_stage "$1" -o bootstrap -o galaxy "$1"; }
 
 # The Go builds (Pulumi first, then Kubernetes and the Prometheus with Kubernetes discovery that
 # the kind scenario runs: minutes of CPU each when cold, instant when cached) start at once, at
@@ -19,23 +41,19 @@ bash scripts/go-builds.sh start
 trap 'bash scripts/go-builds.sh stop' EXIT
 trap 'exit 130' INT TERM
 
-bash scripts/stage.sh bootstrap -- make --no-print-directory bootstrap || {
-  echo "bootstrap failed; nothing else can run"; exit 1; }
+if ! bash scripts/stage.sh bootstrap -- make --no-print-directory bootstrap; then
+  echo "bootstrap failed; nothing else can run"
+  failed=1
+  finish
+fi
 for s in lint sanity units pytest; do run "$s"; done
-make --no-print-directory -o bootstrap -o images galaxy || failed=1
+run_stage galaxy -o bootstrap -o images galaxy
 run molecule
 run bench-smoke  # each benchmark once, smallest size: a broken benchmark shows here
 if why=$(bash scripts/go-builds.sh wait kube prometheus); then
   run k8s
 else
-  echo "k8s       FAIL: the cluster build failed ($(paste -sd ';' <<<"$why"))" | tee -a "$STATE/summary"
+  bash scripts/stage.sh k8s --failed "the cluster build failed ($(paste -sd ';' <<<"$why"))"
   failed=1
 fi
-
-echo
-echo "== summary ($(( $(date +%s) - t0 ))s)"
-cat "$STATE/summary"
-# One closing line that counts every test case of every runner (pytest, ansible-test units,
-# testinfra under molecule), from their JUnit reports.
-.venv/bin/python scripts/junit_total.py "$STATE/junit"
-exit $failed
+finish
