@@ -8,13 +8,13 @@ PY := $(VENV)/bin/python
 ACTIVATE := . $(VENV)/bin/activate &&
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule go-builds k8s demo demo-down bench bench-smoke soak k8s-up k8s-down clean
+.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule builds go-builds k8s demo demo-down bench bench-smoke soak k8s-up k8s-down clean
 
 help:
 	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
 	@echo "make demo-down  tear the demo down"
 	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule, k8s)"
-	@echo "make lint | sanity | units | pytest | galaxy | molecule | k8s | bench | soak | k8s-up | k8s-down"
+	@echo "make lint | sanity | units | pytest | galaxy | molecule | builds | k8s | bench | soak | k8s-up | k8s-down"
 	@echo "make go-builds  the Go builds (Pulumi, its YAML language host, Kubernetes, Prometheus)"
 
 venv: $(VENV)/.stamp
@@ -75,7 +75,7 @@ PYTEST_SUITES := agent/tests agent/tests/targets/test_contract.py agent/tests/ta
 pytest: bootstrap
 	bash scripts/stage.sh pytest $(call require,pytest.xml,$(PYTEST_SUITES)) -- '$(ACTIVATE) pytest -q -n 3 --dist loadfile \
 	  --ignore=agent/tests/targets/test_kubernetes.py --deselect agent/tests/targets/test_strategic_merge.py::test_same_result_as_kubectl \
-	  -k "not (test_contract and kubernetes)" --junitxml=$(STATE)/junit/pytest.xml'
+	  $(addprefix --ignore=,$(GO_BUILDS_SUITES)) -k "not (test_contract and kubernetes)" --junitxml=$(STATE)/junit/pytest.xml'
 
 # images: the execution environment is built FROM local/debian12-ee-base:latest (tests/galaxy/ee.sh).
 galaxy: venv images
@@ -95,8 +95,15 @@ molecule: bootstrap galaxy
 	bash scripts/stage.sh molecule $(foreach s,$(or $(SCENARIOS),$(MOLECULE_DOCKER)),--require molecule-$(s).xml) \
 	  -- bash scripts/molecule.sh $(or $(SCENARIOS),$(MOLECULE_DOCKER))
 
-# The Go builds in the foreground (scripts/go-builds.sh); `make test` starts them in the
-# background at its start, and each stage waits for the builds it needs.
+# The Go builds (scripts/go-builds.sh; `make test` starts them in the background at its start):
+# `builds` waits for every one of them (runs them, on its own), then rehearses each build's
+# resolution step against an empty module cache, offline (scripts/builds-stage.sh). Its suite
+# needs the builds' downloads, so it runs here and not in the pytest stage. `go-builds` only runs
+# the builds, in the foreground.
+GO_BUILDS_SUITES := tests/system/test_go_builds.py
+builds: venv
+	bash scripts/stage.sh builds $(call require,builds.xml,$(GO_BUILDS_SUITES)) -- bash scripts/builds-stage.sh $(GO_BUILDS_SUITES)
+
 go-builds:
 	bash scripts/go-builds.sh run
 

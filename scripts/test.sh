@@ -38,6 +38,7 @@ run() { run_stage "$1" -o bootstrap -o galaxy "$1"; }
 # nice 19 in the background (scripts/go-builds.sh), so they overlap the download-bound bootstrap;
 # each stage that needs a build waits for that build only. Ended with the run, however it ends.
 bash scripts/go-builds.sh start
+export WFA_GO_BUILDS_STARTED=1 # the builds stage waits for these instead of starting its own
 trap 'bash scripts/go-builds.sh stop' EXIT
 trap 'exit 130' INT TERM
 
@@ -50,6 +51,7 @@ for s in lint sanity units pytest; do run "$s"; done
 run_stage galaxy -o bootstrap -o images galaxy
 run molecule
 run bench-smoke  # each benchmark once, smallest size: a broken benchmark shows here
+run builds       # waits for every Go build, then rehearses each one's resolution (make builds)
 if why=$(bash scripts/go-builds.sh wait kube prometheus); then
   run k8s
 else
