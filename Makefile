@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 ACTIVATE := . $(VENV)/bin/activate &&
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule builds go-builds k8s demo demo-down bench bench-smoke soak k8s-up k8s-down clean
+.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule builds go-builds pulumi-image k8s demo demo-down bench bench-smoke soak k8s-up k8s-down clean
 
 help:
 	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
@@ -16,6 +16,7 @@ help:
 	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule, k8s)"
 	@echo "make lint | sanity | units | pytest | galaxy | molecule | builds | k8s | bench | soak | k8s-up | k8s-down"
 	@echo "make go-builds  the Go builds (Pulumi, its YAML language host, Kubernetes, Prometheus)"
+	@echo "make pulumi-image  local/pulumi:latest, the job image with those Pulumi binaries"
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements/dev.in requirements/constraints.txt agent/pyproject.toml tests/emulator/pyproject.toml
@@ -96,16 +97,21 @@ molecule: bootstrap galaxy
 	  -- bash scripts/molecule.sh $(or $(SCENARIOS),$(MOLECULE_DOCKER))
 
 # The Go builds (scripts/go-builds.sh; `make test` starts them in the background at its start):
-# `builds` waits for every one of them (runs them, on its own), then rehearses each build's
-# resolution step against an empty module cache, offline (scripts/builds-stage.sh). Its suite
-# needs the builds' downloads, so it runs here and not in the pytest stage. `go-builds` only runs
-# the builds, in the foreground.
-GO_BUILDS_SUITES := tests/system/test_go_builds.py
+# `builds` waits for every one of them (runs them, on its own), builds the Pulumi job image from
+# them, then rehearses each build's resolution step against an empty module cache, offline, and
+# checks the image (scripts/builds-stage.sh). Its suites need the builds, so they run here and
+# not in the pytest stage. `go-builds` only runs the builds, in the foreground.
+GO_BUILDS_SUITES := tests/system/test_go_builds.py tests/system/test_image_pulumi.py
 builds: venv
 	bash scripts/stage.sh builds $(call require,builds.xml,$(GO_BUILDS_SUITES)) -- bash scripts/builds-stage.sh $(GO_BUILDS_SUITES)
 
 go-builds:
 	bash scripts/go-builds.sh run
+
+# A stand-in for the pulumi/pulumi image (Pulumi CLI and YAML language host, root, git, Python),
+# built from the Go builds: not in bootstrap, as a cold Pulumi build takes minutes.
+pulumi-image: images
+	bash scripts/build-pulumi-image.sh
 
 K8S_SUITES := tests/k8s/test_cluster.py agent/tests/targets/test_kubernetes.py agent/tests/targets/test_strategic_merge.py
 k8s: bootstrap galaxy
