@@ -115,7 +115,8 @@ def broken_tool(tools: pathlib.Path) -> None:
     """A wrapper module whose command imports a module that `proxy` lacks."""
     d = tools / "broken"
     d.mkdir(parents=True)
-    (d / "go.mod").write_text(f"module local/gotools/broken\n\ngo 1.25\n\nrequire {MISSING} v1.0.0\n")
+    go_mod = f"module local/gotools/broken\n\ngo 1.25\n\nrequire {MISSING} v1.0.0\n"
+    (d / "go.mod").write_text(go_mod)
     (d / "go.sum").write_text(GO_SUM)
     (d / "main.go").write_text(f'package main\n\nimport _ "{MISSING}/pkg"\n\nfunc main() {{}}\n')
     (d / "build.conf").write_text(f"PKG=local/gotools/broken\nMODULE={MISSING}\nLDFLAGS=\n")

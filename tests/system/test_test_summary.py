@@ -69,7 +69,8 @@ def test_a_stage_that_failed_before_its_cases_is_named_and_counted(tmp_path):
     assert stage(tmp_path, "units", "--", record(tmp_path, "units", "true")) == 0
     why = "the cluster build failed (kube: exit 1, log: /var/tmp/x/logs/build-kube.log)"
     assert stage(tmp_path, "k8s", "--failed", why) == 1
-    assert "k8s       FAIL: the cluster build failed (kube: exit 1" in (tmp_path / "summary").read_text()
+    summary = (tmp_path / "summary").read_text()
+    assert "k8s       FAIL: the cluster build failed (kube: exit 1" in summary
     line = closing_line(tmp_path, exit_code=1)
     assert line == (
         "tests: 1 passed, 1 failed, 0 skipped; 1 stage failed (k8s: the cluster build failed)"
@@ -96,15 +97,19 @@ FAKE_MAKE = """#!/usr/bin/env bash
 target=${{@: -1}}
 [ "$target" = bootstrap ] && exit 0
 [ "$target" = "${{FAKE_FAIL_BEFORE:-}}" ] && {{ echo "make: *** [$target] Error 2" >&2; exit 2; }}
+report=$WORKFLOW_AGENT_STATE/junit/$target.xml
 exec bash {root}/scripts/stage.sh "$target" -- \\
-  "{python} {root}/scripts/verdict.py record $WORKFLOW_AGENT_STATE/junit/$target.xml $target -- true"
+  "{python} {root}/scripts/verdict.py record $report $target -- true"
 """
 
 
 @pytest.mark.parametrize(
     ("fail_before", "expected"),
     [
-        ("", "{passed} passed, 1 failed, 0 skipped; 1 stage failed (k8s: the cluster build failed)"),
+        (
+            "",
+            "{passed} passed, 1 failed, 0 skipped; 1 stage failed (k8s: the cluster build failed)",
+        ),
         (
             "molecule",
             "{passed} passed, 2 failed, 0 skipped; 2 stages failed "
