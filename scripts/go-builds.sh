@@ -87,13 +87,15 @@ wait_for() {
   for name in "$@"; do
     command_of "$name" >/dev/null
     if [[ " $planned " != *" $name "* ]]; then
-      echo "$name: not built by this run (it started: $planned)"
+      echo "$name: not built by this run (it started: ${planned:-none})"
       failed=1
       continue
     fi
     while [ ! -f "$DIR/$name.rc" ] && runner_alive; do sleep 2; done
-    rc=$(cat "$DIR/$name.rc" 2>/dev/null) || rc="none: the build runner ended before it"
-    if [ "$rc" != 0 ]; then
+    if ! rc=$(cat "$DIR/$name.rc" 2>/dev/null); then
+      echo "$name: never finished (its runner ended first), log: $LOGS/build-$name.log"
+      failed=1
+    elif [ "$rc" != 0 ]; then
       echo "$name: exit $rc, log: $LOGS/build-$name.log"
       tail -n 20 "$LOGS/build-$name.log" >&2 2>/dev/null || true
       failed=1
