@@ -95,6 +95,9 @@ DEFAULTS = {
     "debug_keep_runner": False,
     "ca_bundle": "",
     "default_image": "pulumi/pulumi:latest",
+    "job_ca_bundle": False,
+    "job_docker": False,
+    "job_security_profile": "image",
     "process_job_user": "",
 }
 

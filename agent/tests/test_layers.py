@@ -21,6 +21,7 @@ LAYERS = {
         "health",
         "metrics",
         "logsetup",
+        "trust",
     ),
     "config": ("config", "_config", "_config."),
     "protocol": (

@@ -31,7 +31,7 @@ ROLE_NAMES = (
     "PULUMI_AGENT_SERVICE_ACCOUNT_NAME",
     "PULUMI_AGENT_NUM_CPUS",
     "PULUMI_AGENT_MEM_QUANTITY",
-    "PULUMI_AGENT_IMAGE_PULL_POLICY",
+    "WORKFLOW_AGENT_JOB_IMAGE_PULL_POLICY",
 )
 # Never through the proxy: the API server and in-cluster names.
 IN_CLUSTER = ("$(KUBERNETES_SERVICE_HOST)", ".svc", ".cluster.local", "127.0.0.1", "localhost")
@@ -85,7 +85,7 @@ def agent_env(
     for name, value in (
         ("PULUMI_AGENT_NUM_CPUS", worker_cpu),
         ("PULUMI_AGENT_MEM_QUANTITY", worker_memory),
-        ("PULUMI_AGENT_IMAGE_PULL_POLICY", worker_pull_policy),
+        ("WORKFLOW_AGENT_JOB_IMAGE_PULL_POLICY", worker_pull_policy),
     ):
         if value is not None and str(value) != "":
             env.append({"name": name, "value": str(value)})

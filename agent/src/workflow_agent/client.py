@@ -36,7 +36,7 @@ sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 import httpcore  # noqa: E402
 import httpx  # noqa: E402
 
-from workflow_agent import __version__  # noqa: E402
+from workflow_agent import __version__, trust  # noqa: E402
 from workflow_agent.breaker import Breaker  # noqa: E402
 from workflow_agent.clock import Clock  # noqa: E402
 from workflow_agent.config import AgentConfig  # noqa: E402
@@ -112,13 +112,11 @@ def backoff(attempt: int, wait: float, max_wait: float, retry_after: float | Non
 
 def ssl_context(ca_bundle: str, env: Mapping[str, str]) -> ssl.SSLContext:
     """The system trust store and certifi's, plus SSL_CERT_FILE and `ca_bundle` when given."""
-    import certifi  # an httpx dependency
-
-    ctx = ssl.create_default_context(cafile=certifi.where())
+    first, *more = trust.sources(ca_bundle, env)
+    ctx = ssl.create_default_context(cafile=first)
     ctx.load_default_certs()
-    for path in (env.get("SSL_CERT_FILE", ""), ca_bundle):
-        if path:
-            ctx.load_verify_locations(cafile=path)
+    for path in more:
+        ctx.load_verify_locations(cafile=path)
     return ctx
 
 

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
+from workflow_agent import trust
 from workflow_agent.client import AbortedError, Client, ServiceError
 from workflow_agent.clock import Clock
 from workflow_agent.config import AgentConfig
@@ -265,11 +266,19 @@ class JobRunner:
                 executor = self.executors.path()
             except ExecutorError as exc:
                 return self._not_run(claim, FIRST_STEP, str(exc), log)
+        ca_bundle = b""
+        if self.cfg.job_ca_bundle:
+            try:
+                ca_bundle = trust.bundle(self.cfg.ca_bundle, self.host_env)
+            except OSError as exc:
+                text = f"job_ca_bundle: cannot read {exc.filename}: {exc.strerror}"
+                return self._not_run(claim, FIRST_STEP, text, log)
         spec = JobSpec(
             job_id=claim.job_id,
             run_id=claim.run_id,
             image=image,
             executor=executor,
+            ca_bundle=ca_bundle,
             image_credentials=definition.credentials,
             env=env,
             steps=steps,

@@ -266,3 +266,50 @@ def test_oidc_token_is_a_variable_and_a_private_file(harness):
     assert mode == "600" and content == token
     assert token not in inspected  # nor in the container's config or the pod's spec
     assert harness.leftovers(job) == []
+
+
+def test_job_runtime_pulumi_env_executor_and_ca_bundle(harness, tmp_path):
+    """The job runtime every target gives (docs/protocol.md, "Job runtime"): NAME=value lines a
+    step appends to $PULUMI_ENV reach the later steps (with the `Loading PULUMI_ENV from` line);
+    the executor is placed at $PULUMI_DEPLOY_EXECUTOR, runnable; the CA bundle is one file that
+    SSL_CERT_FILE and its kin name."""
+    target = harness.target()
+    executor = tmp_path / "pulumi-deploy-executor"
+    executor.write_bytes(b'#!/bin/sh\necho executor ran with "$@"\n')
+    bundle = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    job = harness.job(
+        'echo "GREETING=hello there" >> "$PULUMI_ENV"; echo \'QUOTED="q v"\' >> "$PULUMI_ENV"',
+        'echo "$GREETING|$QUOTED"; "$PULUMI_DEPLOY_EXECUTOR" update',
+        'cat "$SSL_CERT_FILE"; for v in CURL_CA_BUNDLE GIT_SSL_CAINFO REQUESTS_CA_BUNDLE '
+        'NODE_EXTRA_CA_CERTS; do eval "test \\"\\$$v\\" = \\"$SSL_CERT_FILE\\"" || echo "$v"; done',
+        executor=str(executor),
+        ca_bundle=bundle,
+    )
+    target.prepare(job)
+    try:
+        res = run_steps(target, job)
+    finally:
+        target.cleanup(job)
+    assert [o.succeeded for o in res.outcomes] == [True, True, True], res
+    loading, *rest = res.lines[1]
+    assert loading.startswith("[workflow-agent] Loading PULUMI_ENV from /")
+    assert rest == ["hello there|q v", "executor ran with update"]
+    assert res.lines[2][1:] == bundle.decode().splitlines()  # after its `Loading` line
+    assert harness.leftovers(job) == []
+
+
+def test_a_bad_pulumi_env_line_fails_the_next_step_without_showing_it(harness):
+    target = harness.target()
+    job = harness.job(
+        'printf "GOOD=1\\nnot-a-variable-s3cret\\n" >> "$PULUMI_ENV"', "echo never printed"
+    )
+    target.prepare(job)
+    try:
+        res = run_steps(target, job)
+    finally:
+        target.cleanup(job)
+    assert res.outcomes[0].succeeded and not res.outcomes[1].succeeded
+    assert res.outcomes[1].exit_code == 2
+    said = "\n".join(res.lines[1])
+    assert "line 2 is not NAME=value" in said and "never printed" not in said
+    assert "s3cret" not in said

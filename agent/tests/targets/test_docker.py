@@ -247,3 +247,30 @@ def test_make_target_builds_the_docker_target(docker_harness):
     from workflow_agent.targets.docker import DockerTarget
 
     assert isinstance(make_target(docker_harness.config(), "i"), DockerTarget)
+
+
+def test_opt_ins_off_by_default_engine_and_restricted_profile(docker_harness):
+    """job_docker hands the job the agent's engine (its socket); job_security_profile:
+    restricted runs it as uid 1000 with no capabilities. By default: neither."""
+    h = docker_harness
+    probe = (
+        "id -u; grep ^CapEff /proc/self/status | cut -f2; "
+        '[ -S /var/run/docker.sock ] && echo "engine: $DOCKER_HOST" || echo "no engine"'
+    )
+    results = {}
+    for name, cfg in {
+        "default": {},
+        "engine": {"job_docker": True},
+        "restricted": {"job_security_profile": "restricted"},
+    }.items():
+        target = h.target(cfg=cfg)
+        job = h.job(probe)
+        target.prepare(job)
+        try:
+            results[name] = run_steps(target, job).lines[0]
+        finally:
+            target.cleanup(job)
+    assert results["default"][0] == "0" and results["default"][2] == "no engine"
+    assert results["engine"][2] == "engine: unix:///var/run/docker.sock"
+    uid, caps, _ = results["restricted"]
+    assert uid == "1000" and int(caps, 16) == 0

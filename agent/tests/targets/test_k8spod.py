@@ -64,8 +64,11 @@ def test_default_pod_shape():
     assert c["image"] == JOB.image
     assert c["command"] == ["/bin/sh", "-c", _k8spod.KEEPALIVE]
     assert c["imagePullPolicy"] == "Always"
-    assert c["workingDir"] == "/mnt/workflow"
+    assert c["workingDir"] == "/"  # as upstream's runner [RE]
     assert c["volumeMounts"] == [{"name": "workflow", "mountPath": "/mnt/workflow"}]
+    # The image's own user (root in pulumi/pulumi), as upstream: nothing forced.
+    assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert "securityContext" not in c and "env" not in c
     assert spec["volumes"] == [{"name": "workflow", "emptyDir": {}}]
     assert spec["restartPolicy"] == "Never"
     assert spec["enableServiceLinks"] is False
@@ -76,12 +79,19 @@ def test_default_pod_shape():
 def test_job_env_and_secrets_stay_out_of_the_pod_spec():
     text = json.dumps(render())
     assert SECRET not in text and "PULUMI_ACCESS_TOKEN" not in text
-    assert render()["spec"]["containers"][0]["env"] == [{"name": "HOME", "value": "/mnt/workflow"}]
+    restricted = render(profile="restricted")
+    assert SECRET not in json.dumps(restricted)
+    assert restricted["spec"]["containers"][0]["env"] == [
+        {"name": "HOME", "value": "/mnt/workflow"}
+    ]
 
 
-def test_restricted_pod_security_defaults():
-    """The fields the `restricted` Pod Security Standard checks, set by default."""
-    spec = render()["spec"]
+def test_restricted_profile_meets_the_restricted_pod_security_standard():
+    """The fields the `restricted` Pod Security Standard checks, set by job_security_profile:
+    restricted."""
+    pod = render(profile="restricted")
+    validate(pod)
+    spec = pod["spec"]
     psc = spec["securityContext"]
     assert psc["runAsNonRoot"] is True and psc["runAsUser"] == 1000
     assert psc["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -100,7 +110,9 @@ def test_settings_from_the_environment():
             "PULUMI_AGENT_SERVICE_ACCOUNT_NAME": "worker",
             "PULUMI_AGENT_NUM_CPUS": "2",
             "PULUMI_AGENT_MEM_QUANTITY": "4Gi",
-            "PULUMI_AGENT_IMAGE_PULL_POLICY": "IfNotPresent",
+            "WORKFLOW_AGENT_JOB_IMAGE_PULL_POLICY": "IfNotPresent",
+            # Upstream's is its agent image's (PULUMI_AGENT_IMAGE), not the job image's.
+            "PULUMI_AGENT_IMAGE_PULL_POLICY": "Never",
             "PULUMI_AGENT_DEBUG_POD": "true",
             _k8spod.PATCH_PATH_VAR: "",
         }
@@ -175,7 +187,11 @@ def test_cpu_and_memory_read_both_upstream_examples(cpus, memory, requests):
             "4GB",
             "PULUMI_AGENT_MEM_QUANTITY: '4GB' is not a Kubernetes",
         ),
-        ("PULUMI_AGENT_IMAGE_PULL_POLICY", "always", "PULUMI_AGENT_IMAGE_PULL_POLICY: 'always' is"),
+        (
+            "WORKFLOW_AGENT_JOB_IMAGE_PULL_POLICY",
+            "always",
+            "WORKFLOW_AGENT_JOB_IMAGE_PULL_POLICY: 'always' is",
+        ),
         ("PULUMI_AGENT_DEBUG_POD", "yes", "PULUMI_AGENT_DEBUG_POD: 'yes' is not a boolean"),
     ],
 )
@@ -208,7 +224,7 @@ def test_patch_file_applied_as_strategic_merge(tmp_path):
     path.write_text(json.dumps(patch))
     s = Settings.from_env({_k8spod.PATCH_PATH_VAR: str(path)})
     assert s.patch_source == str(path)
-    pod = render(s)
+    pod = render(s, profile="restricted")
     validate(pod)
     spec = pod["spec"]
     assert pod["metadata"]["labels"]["cost-center"] == "42"

@@ -26,6 +26,7 @@ from workflow_agent._config.fields import (
 
 WORKFLOW_TYPES = ("deployment", "insights_scan", "policy_evaluation")
 DEPLOY_TARGETS = ("docker", "kubernetes", "process")
+JOB_SECURITY_PROFILES = ("image", "restricted")
 SECRET_KEYS = frozenset({"token"})
 # In upstream's docs examples (`version: v0.0.5`) but no setting of any agent: accepted and left
 # out of the settings (and so of files the collection renders), reported like INERT_KEYS.
@@ -44,6 +45,10 @@ INERT_KEYS = {
 # the like, belong to the kubernetes target).
 INERT_ENV = {
     "PULUMI_AGENT_IMAGE": "the kubernetes target copies no runner binary into its pods",
+    "PULUMI_AGENT_IMAGE_PULL_POLICY": (
+        "upstream's pull policy of PULUMI_AGENT_IMAGE, which this agent does not use (the job "
+        "image's: WORKFLOW_AGENT_JOB_IMAGE_PULL_POLICY)"
+    ),
 }
 
 
@@ -153,6 +158,11 @@ class AgentConfig(BaseModel):
     # The runner's built-in default image [SPEC DockerImage.isDefault]: for jobs that ask for it
     # or name none. pulumi/pulumi is the service's default job image [DOC].
     default_image: Text = "pulumi/pulumi:latest"
+    # Jobs: the agent's CA bundle (trust.py); the Docker engine (docker target); the image's own
+    # user, or the hardened non-root profile.
+    job_ca_bundle: Flag = False
+    job_docker: Flag = False
+    job_security_profile: OneOf(JOB_SECURITY_PROFILES, "a job security profile") = "image"
     # process target: the unprivileged user steps run as ("" = the agent's own user).
     process_job_user: Text = ""
 
@@ -193,6 +203,9 @@ EXTENSION_KEYS = (
     "debug_keep_runner",
     "ca_bundle",
     "default_image",
+    "job_ca_bundle",
+    "job_docker",
+    "job_security_profile",
     "process_job_user",
 )
 ALL_KEYS = tuple(AgentConfig.model_fields)

@@ -29,6 +29,7 @@ from workflow_agent.targets.base import (
     JobSpec,
     TargetError,
 )
+from workflow_agent.trust import JOB_CA_VARS
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,10 @@ class JobDir:
     def pulumi_env(self) -> Path:
         return self.root / "PULUMI_ENV"
 
+    @property
+    def ca_bundle(self) -> Path:
+        return self.root / "ca-certificates.crt"
+
     def owner(self) -> dict:
         try:
             data = json.loads((self.root / OWNER_FILE).read_text(encoding="utf-8"))
@@ -72,18 +77,26 @@ def write_private(path: Path, text: str) -> None:
         fh.write(text)
 
 
-def place_runtime(jd: JobDir, job: JobSpec, work_in_job: str, copy: bool = True) -> dict[str, str]:
+def place_runtime(
+    jd: JobDir, job: JobSpec, work_in_job: str, *, ca_in_job: str = "", copy: bool = True
+) -> dict[str, str]:
     """Make the job's PULUMI_ENV file (empty, writable by whatever user the job runs as: the
-    job dir around it is the agent's, 0700 or 0711) and copy the executor into `work/`
-    (`copy`). Returns the variable that names the executor, `work/` being `work_in_job` in
-    the job."""
+    job dir around it is the agent's, 0700 or 0711), its CA bundle (`ca_bundle`, seen at
+    `ca_in_job` in the job) and copy the executor into `work/` (`copy`). Returns the variables
+    that name the executor and the bundle, `work/` being `work_in_job` in the job."""
+    env = {}
     try:
         jd.pulumi_env.touch(mode=0o666)
         jd.pulumi_env.chmod(0o666)  # noqa: S103 - the job's user may be anyone; see above
+        if job.ca_bundle:
+            jd.ca_bundle.write_bytes(job.ca_bundle)
+            jd.ca_bundle.chmod(0o644)
+            env.update(dict.fromkeys(JOB_CA_VARS, ca_in_job or str(jd.ca_bundle)))
         if not job.executor:
-            return {}
+            return env
+        env[EXECUTOR_ENV] = f"{work_in_job}/{EXECUTOR_DIR}/{EXECUTOR_NAME}"
         if not copy:
-            return {EXECUTOR_ENV: f"{work_in_job}/{EXECUTOR_DIR}/{EXECUTOR_NAME}"}
+            return env
         where = jd.work / EXECUTOR_DIR
         where.mkdir()
         where.chmod(0o777)  # noqa: S103 - the executor works beside itself, as the job's user
@@ -91,7 +104,7 @@ def place_runtime(jd: JobDir, job: JobSpec, work_in_job: str, copy: bool = True)
         (where / EXECUTOR_NAME).chmod(0o755)
     except OSError as exc:
         raise TargetError(f"cannot prepare the job directory {jd.root}: {exc}") from None
-    return {EXECUTOR_ENV: f"{work_in_job}/{EXECUTOR_DIR}/{EXECUTOR_NAME}"}
+    return env
 
 
 def base_dir(shared_volume_directory: str) -> Path:

@@ -7,8 +7,10 @@ Settings (environment of the agent, upstream names):
     PULUMI_AGENT_NUM_CPUS               CPU request of the job container, e.g. 2 or 500m
     PULUMI_AGENT_MEM_QUANTITY           memory request, e.g. 4, 4Gi or 4000000000
                                         (bare numbers: see `requests_from_env`)
-    PULUMI_AGENT_IMAGE_PULL_POLICY      Always | IfNotPresent | Never (default: Always when
-                                        pull_image is true, Never when false)
+    WORKFLOW_AGENT_JOB_IMAGE_PULL_POLICY  (extension) the job image's Always | IfNotPresent |
+                                        Never (default: Always when pull_image is true, Never
+                                        when false). Upstream's PULUMI_AGENT_IMAGE_PULL_POLICY is
+                                        its agent image's, which this target does not use.
     PULUMI_AGENT_DEBUG_POD              true: keep the pod after the job
     WORKFLOW_AGENT_WORKER_POD_PATCH     (extension) path of the strategic merge patch applied to
                                         every worker pod; default /mnt/worker-pod.json, which
@@ -37,7 +39,8 @@ from workflow_agent.targets.base import (
 CONTAINER = "pulumi-workflow"
 OIDC_VOLUME = "pulumi-oidc"
 NAME_PREFIX = "pulumi-workflow-runner-"
-WORKDIR = "/mnt/workflow"
+WORKDIR = "/mnt/workflow"  # the per-job volume
+STEP_DIR = "/"  # where steps run [RE: upstream's runner]
 VOLUME = "workflow"
 COMPONENT = {"app.kubernetes.io/component": "pulumi-workflow"}
 RUNNER_NAME = {"app.kubernetes.io/name": "workflow-runner"}
@@ -45,6 +48,7 @@ DEFAULT_PATCH_PATH = "/mnt/worker-pod.json"
 PATCH_PATH_VAR = "WORKFLOW_AGENT_WORKER_POD_PATCH"
 KEEPALIVE = 'trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+PULL_POLICY_VAR = "WORKFLOW_AGENT_JOB_IMAGE_PULL_POLICY"
 # The uid/gid of the `restricted` defaults (upstream's non-root recipe uses 1000 too).
 DEFAULT_UID = 1000
 
@@ -76,11 +80,10 @@ class Settings:
         """Read and check the settings; TargetError names the variable or file at fault."""
         sa = env.get("PULUMI_AGENT_SERVICE_ACCOUNT_NAME", "").strip()
         cpus, mem = requests_from_env(env)
-        policy = env.get("PULUMI_AGENT_IMAGE_PULL_POLICY", "").strip()
+        policy = env.get(PULL_POLICY_VAR, "").strip()
         if policy and policy not in PULL_POLICIES:
             raise TargetError(
-                f"PULUMI_AGENT_IMAGE_PULL_POLICY: {policy!r} is not one of "
-                f"{', '.join(PULL_POLICIES)}"
+                f"{PULL_POLICY_VAR}: {policy!r} is not one of {', '.join(PULL_POLICIES)}"
             )
         debug = env.get("PULUMI_AGENT_DEBUG_POD", "").strip()
         if debug not in _TRUE + _FALSE:
@@ -182,9 +185,17 @@ def selector(instance: str) -> str:
 
 
 def render_pod(
-    job: JobSpec, instance: str, settings: Settings, *, pull_image: bool, grace: float
+    job: JobSpec,
+    instance: str,
+    settings: Settings,
+    *,
+    pull_image: bool,
+    grace: float,
+    profile: str = "image",
 ) -> dict:
-    """The worker Pod for `job`, with the worker pod patch applied.
+    """The worker Pod for `job`, with the worker pod patch applied. `profile`: "image" runs the
+    image's own user (root in pulumi/pulumi, as upstream); "restricted" meets the `restricted`
+    Pod Security level (uid/gid 1000, no capabilities, no privilege escalation).
 
     The job's environment is deliberately absent: it is handed to each step over the exec's
     stdin, so secrets never sit in the pod spec (readable by anyone who may get pods).
@@ -204,16 +215,18 @@ def render_pod(
         "image": job.image,
         "imagePullPolicy": settings.pull_policy or ("Always" if pull_image else "Never"),
         "command": ["/bin/sh", "-c", KEEPALIVE],
-        "workingDir": WORKDIR,
-        # A uid without a passwd entry gets HOME=/, which it cannot write.
-        "env": [{"name": "HOME", "value": WORKDIR}],
+        "workingDir": STEP_DIR,
         "volumeMounts": [{"name": VOLUME, "mountPath": WORKDIR}],
-        "securityContext": {
+    }
+    restricted = profile == "restricted"
+    if restricted:
+        # A uid without a passwd entry gets HOME=/, which it cannot write.
+        container["env"] = [{"name": "HOME", "value": WORKDIR}]
+        container["securityContext"] = {
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
             "runAsNonRoot": True,
-        },
-    }
+        }
     requests = {}
     if settings.cpus:
         requests["cpu"] = settings.cpus
@@ -225,16 +238,14 @@ def render_pod(
         "restartPolicy": "Never",
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": max(1, int(round(grace))),
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": DEFAULT_UID,
-            "runAsGroup": DEFAULT_UID,
-            "fsGroup": DEFAULT_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
         "volumes": [{"name": VOLUME, "emptyDir": {}}],
     }
+    if restricted:
+        spec["securityContext"].update(
+            runAsNonRoot=True, runAsUser=DEFAULT_UID, runAsGroup=DEFAULT_UID, fsGroup=DEFAULT_UID
+        )
     if job.oidc_token:  # written by the target over an exec; in memory, never in the spec
         container["volumeMounts"].append({"name": OIDC_VOLUME, "mountPath": OIDC_TOKEN_DIR})
         spec["volumes"].append({"name": OIDC_VOLUME, "emptyDir": {"medium": "Memory"}})

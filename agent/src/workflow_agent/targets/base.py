@@ -67,6 +67,9 @@ class JobSpec:
     # The deployment executor on the agent's host (a cached file), placed in the job by the
     # target; "" for jobs that have none (non-deployment workflows).
     executor: str = ""
+    # With `job_ca_bundle`: every CA the agent trusts, one PEM bundle the target hands the job
+    # (trust.JOB_CA_VARS name it); b"" otherwise.
+    ca_bundle: bytes = field(default=b"", repr=False)
 
     @property
     def shell_or_default(self) -> str:

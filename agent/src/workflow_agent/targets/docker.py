@@ -10,8 +10,10 @@ DOCKER_CERT_PATH). Per job:
   run id and agent instance. Its entrypoint is replaced by a /bin/sh keepalive loop, with the
   engine's init (tini) as PID 1 to reap orphans; the loop's first line, read from the attached
   output, proves /bin/sh runs (an image without it fails the job with what the container said).
-  It runs as the image's own user. Environment: `JobSpec.env` (job env, allowlisted host
-  variables, DOCKER_HOST), plus PULUMI_ENV and PULUMI_DEPLOY_EXECUTOR. The per-job dir's `work/`
+  It runs as the image's own user (`job_security_profile: image`), or with `restricted` as
+  uid/gid 1000 with no capabilities and no privilege escalation. Environment: `JobSpec.env`
+  (job env, allowlisted host variables, DOCKER_HOST), plus PULUMI_ENV and
+  PULUMI_DEPLOY_EXECUTOR. The per-job dir's `work/`
   (under `shared_volume_directory`, default the OS temp dir) is bind-mounted at /mnt/workflow;
   steps run in `/` (as upstream's runner does) unless they name a `workingDir`, and files
   persist between them. When the agent itself runs in a container, `shared_volume_directory`
@@ -22,6 +24,12 @@ DOCKER_CERT_PATH). Per job:
   the claim's OIDC token is written there (`pulumi.oidc`, mode 0600, as the container's user)
   over an exec's stdin, so it is in neither the container's config nor a host file, and each
   step's wrapper exports it as PULUMI_OIDC_TOKEN.
+- **Opt-ins.** `job_ca_bundle`: the agent's CA bundle, read-only at
+  /etc/ssl/certs/ca-certificates.crt (the image's own store is replaced: the bundle holds the
+  system's CAs too), named by SSL_CERT_FILE and its kin. `job_docker`: the agent's Docker
+  engine, its socket at /var/run/docker.sock (DOCKER_HOST names it): a job that can start
+  containers there is root on the Docker host. With a remote DOCKER_HOST, the job reaches that
+  engine through the forwarded DOCKER_HOST instead.
 - **Steps.** Each step is one `docker exec` of the /bin/sh wrapper in `_stepwrap` (output
   streamed line by line, stdout and stderr merged, exit code from the wrapper), which runs the
   step with the job's shell in its working directory. Timeout and
@@ -84,6 +92,9 @@ STEP_DIR = "/"  # where steps run [RE: upstream's runner]
 READY = b"workflow-agent: job container ready"
 KEEPALIVE = f'echo "{READY.decode()}"; trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
 GRACE_SECONDS = 10.0
+JOB_CA_PATH = "/etc/ssl/certs/ca-certificates.crt"
+ENGINE_SOCKET = "/var/run/docker.sock"
+RESTRICTED_USER = "1000:1000"
 
 
 @dataclass
@@ -158,7 +169,7 @@ class DockerTarget(BaseTarget):
         name = f"{_jobdir.PREFIX}{_slug(job.job_id)}-{secrets.token_hex(3)}"
         # The low-level API: the models' create and reload would each add an inspect call.
         api = self._client.api
-        runtime = _jobdir.place_runtime(jd, job, WORKDIR)
+        runtime = _jobdir.place_runtime(jd, job, WORKDIR, ca_in_job=JOB_CA_PATH)
         mounts = [
             Mount(WORKDIR, str(jd.work), type="bind"),
             Mount(PULUMI_ENV_PATH, str(jd.pulumi_env), type="bind"),
@@ -166,6 +177,16 @@ class DockerTarget(BaseTarget):
         environment = {**job.env, PULUMI_ENV_VAR: PULUMI_ENV_PATH, **runtime}
         if job.oidc_token:
             mounts.append(Mount(OIDC_TOKEN_DIR, None, type="tmpfs"))
+        if job.ca_bundle:
+            mounts.append(Mount(JOB_CA_PATH, str(jd.ca_bundle), type="bind", read_only=True))
+        if self._cfg.job_docker:
+            socket_path = _engine_socket(os.environ.get("DOCKER_HOST", ""))
+            if socket_path:
+                mounts.append(Mount(ENGINE_SOCKET, socket_path, type="bind"))
+                environment["DOCKER_HOST"] = "unix://" + ENGINE_SOCKET
+        hardening = {}
+        if self._cfg.job_security_profile == "restricted":
+            hardening = {"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]}
         try:
             cid = api.create_container(
                 job.image,
@@ -175,7 +196,8 @@ class DockerTarget(BaseTarget):
                 labels=labels,
                 environment=environment,
                 working_dir=STEP_DIR,
-                host_config=api.create_host_config(mounts=mounts, init=True),
+                user=RESTRICTED_USER if hardening else None,
+                host_config=api.create_host_config(mounts=mounts, init=True, **hardening),
                 detach=True,
             )["Id"]
             state.container = self._client.containers.prepare_model({"Id": cid, "Name": name})
@@ -421,6 +443,13 @@ def _read_into(stream, chunks: queue.Queue) -> None:
         log.debug("exec stream ended: %s", exc)
     finally:
         chunks.put(_execpump.END)
+
+
+def _engine_socket(docker_host: str) -> str:
+    """The engine's unix socket on this host ("" for a remote engine)."""
+    if not docker_host:
+        return ENGINE_SOCKET
+    return docker_host[len("unix://") :] if docker_host.startswith("unix://") else ""
 
 
 def _slug(text: str) -> str:

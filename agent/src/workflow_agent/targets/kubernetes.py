@@ -6,13 +6,15 @@ the current context, else `default`).
 
 **The pod.** `pulumi-workflow-runner-<job id>`, labels `app.kubernetes.io/component=
 pulumi-workflow`, `app.kubernetes.io/name=workflow-runner` and the job, run and instance labels;
-one container `pulumi-workflow` from the job image running a /bin/sh keepalive loop in
-`/mnt/workflow` (an emptyDir shared by all steps). Defaults meet the `restricted` Pod Security
-level: runAsNonRoot with uid/gid 1000, no privilege escalation, all capabilities dropped,
-seccomp RuntimeDefault. Settings (`_k8spod`): PULUMI_AGENT_SERVICE_ACCOUNT_NAME,
-PULUMI_AGENT_NUM_CPUS, PULUMI_AGENT_MEM_QUANTITY (bare numbers: `_k8spod.requests_from_env`;
-upstream's Helm draft values 1000 and 4000000000 are 1 CPU and 4 GB, its Fargate notes' 4 is
-4Gi), PULUMI_AGENT_IMAGE_PULL_POLICY,
+one container `pulumi-workflow` from the job image running a /bin/sh keepalive loop in `/`
+(as upstream's runner), with `/mnt/workflow` (an emptyDir) as the job's volume. The container
+runs the image's own user (`job_security_profile: image`, root in pulumi/pulumi; the `baseline`
+Pod Security level allows it) with seccomp RuntimeDefault; `restricted` meets the `restricted`
+level: runAsNonRoot with uid/gid 1000, no privilege escalation, all capabilities dropped.
+Settings (`_k8spod`): PULUMI_AGENT_SERVICE_ACCOUNT_NAME, PULUMI_AGENT_NUM_CPUS,
+PULUMI_AGENT_MEM_QUANTITY (bare numbers: `_k8spod.requests_from_env`; upstream's Helm draft
+values 1000 and 4000000000 are 1 CPU and 4 GB, its Fargate notes' 4 is 4Gi),
+WORKFLOW_AGENT_JOB_IMAGE_PULL_POLICY,
 PULUMI_AGENT_DEBUG_POD, and the strategic merge patch in /mnt/worker-pod.json
 (WORKFLOW_AGENT_WORKER_POD_PATCH to move it), which may override any of the defaults.
 prepare() watches the pod until its container runs; an image that cannot be pulled, a bad
@@ -25,9 +27,11 @@ the exit code comes straight from the step, and later steps still run in the sam
 with the files (and background processes) of earlier ones, exactly as with docker. The job's
 environment travels over the exec's stdin, never in the pod spec, and so does the claim's OIDC
 token: written once to /mnt/pulumi/pulumi.oidc (an in-memory emptyDir, mode 0600) after the
-pod starts; each step's wrapper exports it as PULUMI_OIDC_TOKEN. PULUMI_ENV names
-/mnt/workflow/PULUMI_ENV, on the job's volume, because a pod's user may not write to `/`
-(docs/protocol.md, "Job runtime"). A log-parsing runner could
+pod starts; each step's wrapper exports it as PULUMI_OIDC_TOKEN. PULUMI_ENV names /PULUMI_ENV
+when the container's user may create it there, else /mnt/workflow/PULUMI_ENV on the job's
+volume; the executor and (`job_ca_bundle`) the CA bundle are copied into
+/mnt/workflow/.pulumi-deploy/ over an exec's stdin (docs/protocol.md, "Job runtime"). A
+log-parsing runner could
 only stop the whole pod, and step markers in a log can be forged by step output. The cost is
 pods/exec in the RBAC, and a step whose exec connection breaks (API server restart) is
 reported as an error.
@@ -74,6 +78,7 @@ from workflow_agent.targets.base import (
     EXECUTOR_ENV,
     EXECUTOR_NAME,
     OIDC_TOKEN_PATH,
+    PULUMI_ENV_PATH,
     PULUMI_ENV_VAR,
     WRITE_TOKEN_SCRIPT,
     BaseTarget,
@@ -83,6 +88,7 @@ from workflow_agent.targets.base import (
     StepRun,
     TargetError,
 )
+from workflow_agent.trust import JOB_CA_VARS
 
 if TYPE_CHECKING:
     from workflow_agent.config import AgentConfig
@@ -178,6 +184,7 @@ class KubernetesTarget(BaseTarget):
             self._settings,
             pull_image=self._cfg.pull_image,
             grace=self._grace,
+            profile=self._cfg.job_security_profile,
         )
         name = pod["metadata"]["name"]
         if job.image_credentials:
@@ -202,31 +209,46 @@ class KubernetesTarget(BaseTarget):
         self._wait_running(name, job.image)
         if job.oidc_token:
             self._write_token(name, job.oidc_token)
-        runtime = {PULUMI_ENV_VAR: _k8spod.WORKDIR + "/PULUMI_ENV"}
+        runtime = {PULUMI_ENV_VAR: self._make_pulumi_env(name)}
         if job.executor:
             path = f"{_k8spod.WORKDIR}/{EXECUTOR_DIR}/{EXECUTOR_NAME}"
-            self._write_executor(name, job.executor, path)
+            with open(job.executor, "rb") as fh:
+                self._write_file(name, fh.read(), path, "executor")
             runtime[EXECUTOR_ENV] = path
+        if job.ca_bundle:
+            path = f"{_k8spod.WORKDIR}/{EXECUTOR_DIR}/ca-certificates.crt"
+            self._write_file(name, job.ca_bundle, path, "CA bundle")
+            runtime.update(dict.fromkeys(JOB_CA_VARS, path))
         with self._lock:
             self._jobs[job.job_id].runtime = runtime
 
-    def _write_executor(self, name: str, source: str, path: str) -> None:
-        """The executor into the job's volume, over the stdin of an exec: no host path can
-        reach a pod."""
-        script = 'mkdir -p -- "${1%/*}" && head -c "$2" > "$1" && chmod 0755 "$1"'
+    def _write_file(self, name: str, data: bytes, path: str, what: str) -> None:
+        """A file into the job's volume, over the stdin of an exec: no host path can reach a
+        pod. Its directory is writable by any user (the executor works beside itself)."""
+        script = (
+            'd=${1%/*}; mkdir -p -- "$d" && chmod 0777 "$d" 2>/dev/null; '
+            'head -c "$2" > "$1" && chmod 0755 "$1"'
+        )
         try:
-            size = os.path.getsize(source)
-            ws = self._connect(name, ["/bin/sh", "-c", script, "sh", path, str(size)], stdin=True)
-            with open(source, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    ws.write_stdin(chunk)
+            ws = self._connect(
+                name, ["/bin/sh", "-c", script, "sh", path, str(len(data))], stdin=True
+            )
+            for at in range(0, len(data), 1 << 20):
+                ws.write_stdin(data[at : at + (1 << 20)])
             ws.run_forever(timeout=300)
             code = _returncode(ws)
             ws.close()
         except Exception as exc:  # ApiException, websocket and socket errors alike
-            raise TargetError(f"cannot copy the executor into pod {name}: {exc}") from None
+            raise TargetError(f"cannot copy the {what} into pod {name}: {exc}") from None
         if code != 0:
-            raise TargetError(f"cannot copy the executor to {path} in pod {name} (exit {code})")
+            raise TargetError(f"cannot copy the {what} to {path} in pod {name} (exit {code})")
+
+    def _make_pulumi_env(self, name: str) -> str:
+        """/PULUMI_ENV when the container's user may create it, else the job volume's."""
+        fallback = _k8spod.WORKDIR + "/PULUMI_ENV"
+        script = f"(: >> {PULUMI_ENV_PATH}) 2>/dev/null || exit 3; chmod 0666 {PULUMI_ENV_PATH}"
+        code = self._exec_short(name, ["/bin/sh", "-c", script])
+        return PULUMI_ENV_PATH if code == 0 else fallback
 
     def _write_token(self, name: str, token: str) -> None:
         """The OIDC token into the pod's in-memory volume, over the stdin of an exec."""
