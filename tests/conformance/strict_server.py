@@ -188,9 +188,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "expires_in": 7200,
                 "scope": data.get("scope", ""),
             }
-        if path == "/api/deployments/executor":
-            job_tokens = {j.token for j in server.jobs.values()}
-            return (200, EXECUTOR) if self._token() in job_tokens else (401, {"error": "token"})
+        if path == "/api/deployments/executor":  # a pool token only [RE]
+            return (200, EXECUTOR) if pool_ok else (401, {"error": "token"})
         if parts[:3] == ["api", "workflow", "jobs"]:
             job = self._job(parts[3])
             if job is None:

@@ -48,6 +48,10 @@ def test_a_three_step_job_runs_to_success_on_the_documented_wire(agents, tmp_pat
         assert job.heartbeats >= 1
         used = server.routes_used()
         assert used == {
+            # Before the first poll (the bootstrap), and the executor of a deployment.
+            "GET /api/background-activities/token",
+            "POST /api/background-activities/configuration",
+            "GET /api/deployments/executor",
             "GET /api/deployments/poll",
             "POST /api/background-activities/worker/lease/acquire",
             "POST /api/agent-workflows/deployment",

@@ -80,7 +80,7 @@ def test_agent_and_job_routes_answer_the_published_schemas(emu):
         job("POST", f"{jobs}/{index}/logs", content=json.dumps({"offset": 0, "lines": [line]}))
         job("POST", f"{jobs}/heartbeat")
         job("PATCH", f"{jobs}/{index}/status", content=b'{"status": "succeeded"}')
-    assert job("GET", "/api/deployments/executor").content.startswith(b"#!")
+    assert pool("GET", "/api/deployments/executor").content.startswith(b"#!")
     assert pool("GET", f"/api/deployments/{claim['typeSpecificID']}/status").json() == "succeeded"
     wrong = Checked(emu, "pul-not-a-pool-token-000000")
     assert wrong("GET", "/api/deployments/poll").status_code == 403  # the spec's one error
