@@ -13,9 +13,18 @@ from target_harness import JOB_IMAGE, run_steps
 from workflow_agent.targets.base import LABEL_INSTANCE, LABEL_JOB, TargetError
 
 
-def test_pod_in_the_cluster_has_the_upstream_shape(kubernetes_harness):
+@pytest.mark.parametrize(
+    ("profile", "expected"),
+    [
+        # The image's own user (root here, as in pulumi/pulumi), in / as upstream's runner.
+        ("image", ["0", "/root", "/"]),
+        # The hardened profile: uid 1000, HOME on the job's volume.
+        ("restricted", ["1000", "/mnt/workflow", "/"]),
+    ],
+)
+def test_pod_in_the_cluster_has_the_upstream_shape(kubernetes_harness, profile, expected):
     h = kubernetes_harness
-    target = h.target()
+    target = h.target(cfg={"job_security_profile": profile})
     job = h.job("id -u; echo $HOME; pwd", env={"SECRET_ONE": "never-in-the-pod-spec"})
     target.prepare(job)
     try:
@@ -27,14 +36,17 @@ def test_pod_in_the_cluster_has_the_upstream_shape(kubernetes_harness):
         assert labels[LABEL_INSTANCE] == h.instance and labels[LABEL_JOB] == job.job_id
         [c] = pod.spec.containers
         assert c.name == "pulumi-workflow" and c.image == JOB_IMAGE
-        assert c.security_context.allow_privilege_escalation is False
-        assert pod.spec.security_context.run_as_non_root is True
+        if profile == "restricted":
+            assert c.security_context.allow_privilege_escalation is False
+            assert pod.spec.security_context.run_as_non_root is True
+        else:
+            assert c.security_context is None
         assert "never-in-the-pod-spec" not in json.dumps(
             h.api_client.sanitize_for_serialization(pod)
         )
         res = run_steps(target, job)
         assert res.outcomes[0].succeeded
-        assert res.lines[0] == ["1000", "/mnt/workflow", "/mnt/workflow"]
+        assert res.lines[0] == expected
     finally:
         target.cleanup(job)
     assert h.pods(job) == []
@@ -176,15 +188,16 @@ def test_exactly_the_documented_rbac_is_enough_and_pods_pass_restricted(
     kubernetes_harness, rbac_namespace
 ):
     """A job runs end to end as a service account holding only the documented verbs, in a
-    namespace that enforces the `restricted` Pod Security Standard."""
+    namespace that enforces the `restricted` Pod Security Standard, with
+    job_security_profile: restricted."""
     from workflow_agent.targets.kubernetes import KubernetesTarget
 
     h = kubernetes_harness
     ns, agent_client = rbac_namespace
     api = agent_client(RBAC_RULES)
-    cfg = h.config(pull_image=False)
+    cfg = h.config(pull_image=False, job_security_profile="restricted")
     target = KubernetesTarget(cfg, h.instance, namespace=ns, env={}, api_client=api, grace=5)
-    job = h.job("echo hi > f", "cat f", timeout=120)
+    job = h.job("echo hi > /mnt/workflow/f", "cat /mnt/workflow/f", timeout=120)
     assert target.cleanup_orphans() == 0
     target.prepare(job)
     try:
@@ -204,6 +217,16 @@ def test_exactly_the_documented_rbac_is_enough_and_pods_pass_restricted(
     with pytest.raises(ApiException) as err:
         h.api.create_namespaced_pod(ns, plain)
     assert "violates PodSecurity" in str(err.value.body)
+    # So is the image's own user (the default profile): one clear error naming the rules.
+    target = KubernetesTarget(
+        h.config(pull_image=False), h.instance, namespace=ns, env={}, api_client=api, grace=5
+    )
+    job = h.job("true")
+    try:
+        with pytest.raises(TargetError, match=r'violates PodSecurity "restricted:latest"'):
+            target.prepare(job)
+    finally:
+        target.cleanup(job)
 
 
 def test_without_watch_prepare_fails_with_a_clear_error(kubernetes_harness, rbac_namespace):
@@ -213,7 +236,11 @@ def test_without_watch_prepare_fails_with_a_clear_error(kubernetes_harness, rbac
     ns, agent_client = rbac_namespace
     rules = [dict(RBAC_RULES[0], verbs=["create", "list", "delete"]), RBAC_RULES[1]]
     target = KubernetesTarget(
-        h.config(pull_image=False), h.instance, namespace=ns, env={}, api_client=agent_client(rules)
+        h.config(pull_image=False, job_security_profile="restricted"),
+        h.instance,
+        namespace=ns,
+        env={},
+        api_client=agent_client(rules),
     )
     job = h.job("true")
     try:
