@@ -1,9 +1,9 @@
 """`make bench`: measure the agent and the collection, each figure beside a baseline measured in
 the same run, print one table and write benchmarks/results/latest.json (machine included).
 
-    python benchmarks/run.py [--only overhead,footprint,slots,fleet,image,rollout]
+    python benchmarks/run.py [--only overhead,footprint,slots,fleet,image,rollout,deploy]
                              [--repeats 5] [--jobs 20] [--idle 60] [--window 60]
-                             [--hosts 10,25,50] [--smoke]
+                             [--hosts 10,25,50] [--deployments 3] [--smoke]
 
 Every figure is measured `--repeats` times, each time right after (or beside) its baseline, so
 figure and baseline interleave (B A B A ...) and drift on the machine hits both. The table shows
@@ -28,6 +28,7 @@ import time
 import traceback
 
 import benchlib
+import deploy
 import fleet
 import footprint
 import image
@@ -38,7 +39,7 @@ from benchlib import judge, linear_fit, spread
 from readme_table import LATEST
 
 RESULTS = LATEST.parent
-SECTIONS = ("overhead", "footprint", "slots", "fleet", "image", "rollout")
+SECTIONS = ("overhead", "footprint", "slots", "fleet", "image", "rollout", "deploy")
 
 
 def docker_ok() -> bool:
@@ -241,6 +242,18 @@ def rows(results: dict) -> list[list[str]]:
                 ]
             )
         out += growth_rows(r["sizes"])
+    if not na("deploy", "Deployment through the agent"):
+        d = results["deploy"]["summary"]
+        out.append(
+            [
+                "Deployment claim→done, docker: `pulumi up` of `base` (median of each run)",
+                fmt(d["agent"]["median_s"], " s", 2),
+                f"bare docker run {fmt(d['bare']['median_s'], ' s', 2)}",
+                fmt(d["ratio"], "×", 2),
+                "≤ 1.10× bare docker run",
+                judge(d["ratio"], 1.10),
+            ]
+        )
     return out
 
 
@@ -302,6 +315,11 @@ def notes(results: dict) -> list[str]:
         if target in summary:
             phases = {k: v["median"] for k, v in summary[target]["phases_median_ms"].items()}
             out.append(f"{target} overhead by phase (median ms over the runs): {phases}")
+    d = results.get("deploy", {}).get("summary", {})
+    for side in ("agent", "bare"):
+        if side in d:
+            phases = {k: v["median"] for k, v in d[side]["phases_median_s"].items()}
+            out.append(f"deployment {side} by phase (median s over the runs): {phases}")
     f = results.get("footprint", {})
     if "import_profile_rss_mb" in f:
         out.append(
@@ -319,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=float, default=60, help="seconds of idle footprint")
     parser.add_argument("--window", type=float, default=60, help="seconds of fleet load")
     parser.add_argument("--hosts", default="10,25,50", help="rollout fleet sizes")
+    parser.add_argument("--deployments", type=int, default=3, help="deployment pairs per run")
     parser.add_argument("--smoke", action="store_true", help="each section once, smallest size")
     args = parser.parse_args(argv)
     chosen = [s for s in args.only.split(",") if s]
@@ -329,10 +348,11 @@ def main(argv: list[str] | None = None) -> int:
         sizes = tuple(int(h) for h in args.hosts.split(",") if h)
     except ValueError:
         parser.error(f"--hosts: comma-separated host counts, not {args.hosts!r}")
-    if args.repeats < 1 or not sizes or min(sizes) < 1:
-        parser.error("--repeats and every --hosts size must be at least 1")
+    if args.repeats < 1 or args.deployments < 1 or not sizes or min(sizes) < 1:
+        parser.error("--repeats, --deployments and every --hosts size must be at least 1")
     if args.smoke:
         args.repeats, args.jobs, args.idle, args.window, sizes = 1, 3, 6, 6, (2,)
+        args.deployments = 1
     benchlib.STATE.mkdir(parents=True, exist_ok=True)
     has_docker = docker_ok()
     described = benchlib.machine()  # before the run: the load average then says how busy it was
@@ -345,6 +365,12 @@ def main(argv: list[str] | None = None) -> int:
         "slots": (lambda: slots.run(5, 2)) if args.smoke else slots.run,
         "fleet": lambda: fleet.run(args.window, *((2, 2) if args.smoke else ())),
         "image": image.run if has_docker else lambda: no_docker,
+        # Smoke: one pair, no warm-up pair.
+        "deploy": (
+            (lambda: deploy.run(args.deployments, 0 if args.smoke else deploy.WARMUP))
+            if has_docker
+            else lambda: no_docker
+        ),
     }
     for name in chosen:
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
