@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from agent_harness import DEPLOYMENT_STEPS, WAIT, AgentProcess, Emulator, check_deployment_logs
+from pulumi_harness import bridge_gateway
 from target_harness import JOB_IMAGE, docker_available
 
 
@@ -32,16 +33,6 @@ def check(job: dict) -> None:
 
 def test_a_deployment_fetches_and_runs_the_executor_as_a_process(emu, tmp_path):
     check(run_deployment(emu, tmp_path))
-
-
-def bridge_gateway() -> str:
-    """The host's address on Docker's default bridge (Docker 20.10 names only the subnet)."""
-    import ipaddress
-
-    import docker
-
-    [config] = docker.from_env(timeout=30).networks.get("bridge").attrs["IPAM"]["Config"]
-    return config.get("Gateway") or str(ipaddress.ip_network(config["Subnet"])[1])
 
 
 def test_a_deployment_fetches_and_runs_the_executor_in_docker(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 from target_harness import JOB_IMAGE, run_steps
@@ -276,3 +277,38 @@ def test_a_deployment_fetches_and_runs_the_executor_in_a_pod(kubernetes_harness,
     assert job["status"] == "succeeded", job
     check_deployment_logs(job["steps"])
     assert h.pods() == []  # the agent deleted the job's pod
+
+
+def test_real_pulumi_deployments_in_pods(kubernetes_harness, tmp_path):
+    """The real deployments of tests/system/pulumi_harness.py (up with config, a secret and a
+    StackReference, preview, destroy, a program error, a cancel mid-`up`, the executor fetched
+    once), here in worker pods of local/pulumi:latest, imported into the cluster's containerd."""
+    import subprocess
+
+    import pulumi_harness as deploy
+    from agent_harness import AgentProcess, Emulator
+    from target_harness import kubeconfig_path
+    from workflow_emulator.testing import PROGRAMS, GitServer
+
+    bins = deploy.bins_or_fail()
+    root = Path(__file__).resolve().parents[3]
+    subprocess.run(["bash", "tests/k8s/import-image.sh", deploy.JOB_IMAGE], cwd=root, check=True)
+    h = kubernetes_harness
+    [node] = h.api.list_node().items
+    node_ip = next(a.address for a in node.status.addresses if a.type == "InternalIP")
+    with Emulator(host=node_ip) as emu, GitServer(host=node_ip) as git:
+        url = git.add("programs", PROGRAMS)
+        agent = AgentProcess(
+            emu,
+            tmp_path,
+            h.instance,
+            deploy_target="kubernetes",
+            pull_image=False,
+            default_image=deploy.JOB_IMAGE,
+        )
+        agent.start(env={"KUBECONFIG": kubeconfig_path()})
+        try:
+            deploy.check_deployments(deploy.Deployments(emu, agent, url), emu, tmp_path, bins)
+        finally:
+            agent.stop()
+    assert h.pods() == []
