@@ -16,6 +16,7 @@ POOLS = [{"id": "pool-a", "name": "a", "description": ""}]
         ([{"kind": "deployment", "enabled": True, "agentPools": POOLS}], "", {}, ""),
         ([{"kind": "deployment", "enabled": False}], "", {"deployment": "disabled"}, ""),
         ([{"kind": "insights_scan", "agentPools": POOLS}], "pool-a", {}, ""),
+        ([{"kind": "insights_scan", "agentPools": POOLS}], "a", {}, ""),  # its name
         (
             [{"kind": "insights_scan", "agentPools": POOLS}],
             "pool-b",

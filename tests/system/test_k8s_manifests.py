@@ -521,6 +521,7 @@ def test_pod_ids_left_to_the_platform(rendered, tmp_path):
         _k8spod.Settings.from_env(env),
         pull_image=False,
         grace=30,
+        profile="restricted",  # what OpenShift's restricted-v2 SCC admits
     )
     context = pod["spec"]["securityContext"]
     assert not {"runAsUser", "runAsGroup", "fsGroup"} & set(context), context

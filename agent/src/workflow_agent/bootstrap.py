@@ -6,8 +6,8 @@ own config enables it and the service does not disable it for this agent's pool.
 
 [ASSUMED] where the record is silent: `kind` takes the workflow type names; a type the answer
 does not mention stays as configured; `agentPools` limits a type to the pools it lists (this
-agent knows its pool's id only from `runner_pool_id`, in OIDC mode); the worker token is not
-used (this agent leases with the pool's credentials). A service that does not answer these
+agent knows its pool only from `runner_pool_id`, in OIDC mode: its id, or its name); the worker
+token is not used (this agent leases with the pool's credentials). A service that does not answer these
 calls (an older or partial implementation) leaves the configured types, with a warning.
 """
 
@@ -67,7 +67,9 @@ def disabled_types(data: Any, pool_id: str) -> tuple[dict[str, str], str]:
             off[kind] = "disabled"
             continue
         pools = item.get("agentPools") or []
-        ids = [p.get("id") for p in pools if isinstance(p, dict)] if isinstance(pools, list) else []
-        if pool_id and ids and pool_id not in ids:
+        pools = [p for p in pools if isinstance(p, dict)] if isinstance(pools, list) else []
+        # runner_pool_id names the pool by its id; a name is taken too, as the service does.
+        names = {p.get(k) for p in pools for k in ("id", "name")}
+        if pool_id and pools and pool_id not in names:
             off[kind] = f"pool {pool_id} is not among its agent pools"
     return off, ""
