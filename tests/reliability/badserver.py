@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HUGE = 9 * 1024 * 1024  # over the agent's 8 MiB cap on response bodies
+EXECUTOR = b"#!/bin/sh\necho executor\n"
 
 
 @dataclass
@@ -85,7 +86,7 @@ class BadServer(ThreadingHTTPServer):
 
     def script(self, route: str, *answers: Bad) -> None:
         """Queue answers for a route: poll, ack, job_get, step_status, logs, heartbeat,
-        deployment_status."""
+        deployment_status, executor, bg_token, bg_configuration."""
         with self.lock:
             self.scripts[route].extend(answers)
 
@@ -147,6 +148,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str, parts: list[str]) -> str:
         if parts == ["api", "deployments", "poll"]:
             return "poll"
+        if parts == ["api", "deployments", "executor"]:
+            return "executor"
+        if parts == ["api", "background-activities", "token"]:
+            return "bg_token"
+        if parts == ["api", "background-activities", "configuration"]:
+            return "bg_configuration"
         if parts == ["api", "agent-workflows", "deployment"]:
             return "ack"
         if len(parts) == 4 and parts[:2] == ["api", "deployments"] and parts[3] == "status":
@@ -200,6 +207,12 @@ class _Handler(BaseHTTPRequestHandler):
             return json_answer({"offset": len(stored)})
         if route == "deployment_status":
             return json_answer("running")
+        if route == "executor":
+            return Bad(200, EXECUTOR, {"Content-Type": "application/octet-stream", "ETag": '"1"'})
+        if route == "bg_token":
+            return json_answer({"token": "wkr-1", "expiration": "2099-01-01T00:00:00Z"})
+        if route == "bg_configuration":
+            return json_answer([])
         if route == "unknown":
             return json_answer({"error": "not found"}, 404)
         return json_answer({})

@@ -141,6 +141,32 @@ def test_bad_job_definitions_fail_their_job_cleanly(agents, tmp_path):
         stop_cleanly(agent, server)
 
 
+def test_a_bad_executor_answer_fails_its_job_with_one_line_and_the_next_job_runs(agents, tmp_path):
+    """GET /api/deployments/executor answering 404, JSON or an HTML page: the deployment fails at
+    step 1 with one line saying what came back; the agent goes on, and the next deployment (the
+    route healthy again) runs."""
+    answers = [
+        json_answer({"error": "not found"}, 404),
+        json_answer({"error": "nope"}),
+        Bad(200, b"<html>sign in</html>", {"Content-Type": "text/html"}),
+    ]
+    with BadServer() as server:
+        server.script("executor", *answers)
+        ids = [f"j-exec-{n}" for n in range(len(answers))]
+        for job_id in [*ids, "j-good"]:
+            server.add_job(job_id, GOOD)
+        agent = bad_agent(server, tmp_path, "executor")
+        agents.append(agent.start())
+        wait_for(lambda: server.outcome("j-good"), timeout=WAIT * 3, what="last job reported")
+        reasons = [server.outcome(job_id)["reason"] for job_id in ids]
+        assert "HTTP 404: not found" in reasons[0]
+        assert "is not a Linux executable (HTTP 200, 17 bytes" in reasons[1]
+        assert "is not a Linux executable (HTTP 200, 20 bytes starting b'<html>" in reasons[2]
+        assert all(r.startswith("[workflow-agent] error: ") and "\n" not in r for r in reasons)
+        assert server.outcome("j-good") == {"status": "succeeded"}
+        stop_cleanly(agent, server)
+
+
 @pytest.mark.parametrize(
     ("route", "answers"),
     [
