@@ -8,13 +8,13 @@ PY := $(VENV)/bin/python
 ACTIVATE := . $(VENV)/bin/activate &&
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 
-.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule builds go-builds pulumi-image k8s demo demo-down bench bench-smoke soak k8s-up k8s-down clean
+.PHONY: help bootstrap venv engine images test lint sanity units pytest galaxy molecule builds deploy go-builds pulumi-image k8s demo demo-down bench bench-smoke soak k8s-up k8s-down clean
 
 help:
 	@echo "make demo       fleet rollout of 6 agents on 3 systemd containers against the local emulator"
 	@echo "make demo-down  tear the demo down"
-	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule, k8s)"
-	@echo "make lint | sanity | units | pytest | galaxy | molecule | builds | k8s | bench | soak | k8s-up | k8s-down"
+	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule, deploy, builds, k8s)"
+	@echo "make lint | sanity | units | pytest | galaxy | molecule | deploy | builds | k8s | bench | soak | k8s-up | k8s-down"
 	@echo "make go-builds  the Go builds (Pulumi, its YAML language host, Kubernetes, Prometheus)"
 	@echo "make pulumi-image  local/pulumi:latest, the job image with those Pulumi binaries"
 
@@ -76,7 +76,7 @@ PYTEST_SUITES := agent/tests agent/tests/targets/test_contract.py agent/tests/ta
 pytest: bootstrap
 	bash scripts/stage.sh pytest $(call require,pytest.xml,$(PYTEST_SUITES)) -- '$(ACTIVATE) pytest -q -n 3 --dist loadfile \
 	  --ignore=agent/tests/targets/test_kubernetes.py --deselect agent/tests/targets/test_strategic_merge.py::test_same_result_as_kubectl \
-	  $(addprefix --ignore=,$(GO_BUILDS_SUITES)) -k "not (test_contract and kubernetes)" --junitxml=$(STATE)/junit/pytest.xml'
+	  $(addprefix --ignore=,$(GO_BUILDS_SUITES) $(DEPLOY_SUITES)) -k "not (test_contract and kubernetes)" --junitxml=$(STATE)/junit/pytest.xml'
 
 # images: the execution environment is built FROM local/debian12-ee-base:latest (tests/galaxy/ee.sh).
 galaxy: venv images
@@ -103,7 +103,15 @@ molecule: bootstrap galaxy
 # not in the pytest stage. `go-builds` only runs the builds, in the foreground.
 GO_BUILDS_SUITES := tests/system/test_go_builds.py tests/system/test_image_pulumi.py
 builds: venv
-	bash scripts/stage.sh builds $(call require,builds.xml,$(GO_BUILDS_SUITES)) -- bash scripts/builds-stage.sh $(GO_BUILDS_SUITES)
+	bash scripts/stage.sh builds $(call require,builds.xml,$(GO_BUILDS_SUITES)) -- bash scripts/builds-stage.sh builds -- $(GO_BUILDS_SUITES)
+
+# Real Pulumi deployments through real agents (process and docker; the kubernetes target's run in
+# the k8s stage): they need the Pulumi builds and local/pulumi:latest, so they wait for those two
+# builds only (not the Kubernetes ones), and are not in the pytest stage.
+DEPLOY_SUITES := tests/system/test_pulumi_deploy.py
+deploy: bootstrap
+	bash scripts/stage.sh deploy $(call require,deploy.xml,$(DEPLOY_SUITES)) \
+	  -- bash scripts/builds-stage.sh deploy pulumi pulumi-language-yaml -- $(DEPLOY_SUITES)
 
 go-builds:
 	bash scripts/go-builds.sh run

@@ -14,6 +14,8 @@ if [ -x "$K8S/kubectl" ] && "$K8S/kubectl" --kubeconfig "$K8S/kubeconfig" get --
   was_up=1
 fi
 bash tests/k8s/up.sh || exit 1
+# The real deployments in pods run local/pulumi:latest (built by the deploy stage; cached here).
+bash scripts/build-pulumi-image.sh || exit 1
 export KUBECONFIG=$K8S/kubeconfig
 rc=0
 # The cluster's own kubectl on PATH: test_strategic_merge.py compares its patches with `kubectl patch --local`.

@@ -50,6 +50,7 @@ fi
 for s in lint sanity units pytest; do run "$s"; done
 run_stage galaxy -o bootstrap -o images galaxy
 run molecule
+run deploy       # real Pulumi deployments: waits for the Pulumi builds only
 run bench-smoke  # each benchmark once, smallest size: a broken benchmark shows here
 run builds       # waits for every Go build, then rehearses each one's resolution (make builds)
 if why=$(bash scripts/go-builds.sh wait kube prometheus); then
