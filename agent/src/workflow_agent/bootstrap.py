@@ -7,8 +7,9 @@ own config enables it and the service does not disable it for this agent's pool.
 [ASSUMED] where the record is silent: `kind` takes the workflow type names; a type the answer
 does not mention stays as configured; `agentPools` limits a type to the pools it lists (this
 agent knows its pool only from `runner_pool_id`, in OIDC mode: its id, or its name); the worker
-token is not used (this agent leases with the pool's credentials). A service that does not answer these
-calls (an older or partial implementation) leaves the configured types, with a warning.
+token is not used (this agent leases with the pool's credentials). A service that does not
+answer these calls (an older or partial implementation) leaves the configured types, with a
+warning.
 """
 
 from __future__ import annotations
