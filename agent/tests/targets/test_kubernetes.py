@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,7 @@ def test_a_deleted_pod_makes_the_step_an_error_not_a_hang(kubernetes_harness):
 RBAC_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "list", "watch", "delete"]},
     {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "patch", "delete"]},
 ]
 
 
@@ -312,3 +314,34 @@ def test_real_pulumi_deployments_in_pods(kubernetes_harness, tmp_path):
         finally:
             agent.stop()
     assert h.pods() == []
+
+
+def test_registry_credentials_become_a_pull_secret_the_pod_owns(kubernetes_harness):
+    """image.credentials: a kubernetes.io/dockerconfigjson Secret for the image's registry, named
+    in the pod's imagePullSecrets, owned by the pod, deleted with it; the password is in neither
+    the pod spec nor the Secret's name or labels. (The image is already on the node: this proves
+    the plumbing, not a pull from a private registry.)"""
+    import base64
+
+    h = kubernetes_harness
+    target = h.target()
+    password = "registry-password-9c8b7a"
+    job = replace(h.job("echo pulled"), image_credentials=("robot", password))
+    target.prepare(job)
+    try:
+        [pod] = h.pods(job)
+        [ref] = pod.spec.image_pull_secrets
+        secret = h.api.read_namespaced_secret(ref.name, target.namespace)
+        assert secret.type == "kubernetes.io/dockerconfigjson"
+        [owner] = secret.metadata.owner_references
+        assert (owner.kind, owner.name, owner.uid) == ("Pod", pod.metadata.name, pod.metadata.uid)
+        config = json.loads(base64.b64decode(secret.data[".dockerconfigjson"]))
+        auth = config["auths"]["https://index.docker.io/v1/"]
+        assert (auth["username"], auth["password"]) == ("robot", password)
+        assert password not in json.dumps(h.api_client.sanitize_for_serialization(pod))
+        assert run_steps(target, job).lines[0] == ["pulled"]
+    finally:
+        target.cleanup(job)
+    assert h.pods(job) == []
+    names = [s.metadata.name for s in h.api.list_namespaced_secret(target.namespace).items]
+    assert ref.name not in names

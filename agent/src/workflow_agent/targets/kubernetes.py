@@ -40,8 +40,10 @@ reported as an error.
 PULUMI_AGENT_DEBUG_POD (or `debug_keep_runner`) keeps it. **Orphans**: on start,
 `cleanup_orphans()` deletes pods labelled with this instance that belong to no live job.
 
-**Job registry credentials** cannot be used here (that would need Secrets in the RBAC): give the
-worker service account an imagePullSecret instead; the agent logs a warning when a job has them.
+**Job registry credentials** (`image.credentials`) become a per-job pull Secret
+(`<pod>-pull`, kubernetes.io/dockerconfigjson, for the image's registry) that the pod names in
+`imagePullSecrets`; the Secret is owned by the pod, so it goes with it even when the agent dies,
+and cleanup deletes it too. The password never sits in the pod spec or a log line.
 
 **RBAC** (namespaced Role, API group ""), exactly what this module calls, and what
 tests/targets/test_kubernetes.py runs a job with (in a namespace enforcing `restricted`):
@@ -49,6 +51,8 @@ tests/targets/test_kubernetes.py runs a job with (in a namespace enforcing `rest
     pods:       create, list, watch, delete
     pods/exec:  create, get    (the websocket exec is authorized as `get` on clusters before
                                 1.31's AuthorizePodWebsocketUpgradeCreatePermission, `create` after)
+    secrets:    create, patch, delete   (the per-job pull Secret: created, given its owner, deleted;
+                                never read)
 
 Nothing on pods/log or configmaps: logs arrive over exec, and worker-pod.json is a file
 (mounted from a ConfigMap by the deployment, not read through the API).
@@ -56,6 +60,7 @@ Nothing on pods/log or configmaps: logs arrive over exec, and worker-pod.json is
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
@@ -77,6 +82,7 @@ from workflow_agent.targets.base import (
     EXECUTOR_DIR,
     EXECUTOR_ENV,
     EXECUTOR_NAME,
+    LABEL_INSTANCE,
     OIDC_TOKEN_PATH,
     PULUMI_ENV_PATH,
     PULUMI_ENV_VAR,
@@ -116,6 +122,7 @@ _STDOUT, _STDERR = 1, 2
 class _Job:
     name: str
     runtime: dict[str, str] = field(default_factory=dict)
+    pull_secret: str = ""
 
 
 class _PodStep(_execpump.ExecStep):
@@ -187,24 +194,25 @@ class KubernetesTarget(BaseTarget):
             profile=self._cfg.job_security_profile,
         )
         name = pod["metadata"]["name"]
+        pull_secret = ""
         if job.image_credentials:
-            log.warning(
-                "job %s: the kubernetes target cannot use the job's registry credentials; "
-                "give the worker service account an imagePullSecret",
-                job.job_id,
-            )
+            pull_secret = f"{name}-pull"
+            self._create_pull_secret(pull_secret, job)
+            pod["spec"].setdefault("imagePullSecrets", []).append({"name": pull_secret})
         try:
-            self._api.create_namespaced_pod(self._ns, pod)
-        except ApiException as exc:
-            raise TargetError(
-                f"cannot create pod {name} in namespace {self._ns}: {_reason(exc)}"
-            ) from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise TargetError(
-                f"cannot reach the Kubernetes API to create pod {name}: {exc}"
-            ) from None
+            created = self._api.create_namespaced_pod(self._ns, pod)
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            if pull_secret:  # no pod owns it yet
+                self._delete_pull_secret(pull_secret)
+            if isinstance(exc, ApiException):
+                why = f"cannot create pod {name} in namespace {self._ns}: {_reason(exc)}"
+            else:
+                why = f"cannot reach the Kubernetes API to create pod {name}: {exc}"
+            raise TargetError(why) from None
         with self._lock:
-            self._jobs[job.job_id] = _Job(name)
+            self._jobs[job.job_id] = _Job(name, pull_secret=pull_secret)
+        if pull_secret:
+            self._own_pull_secret(pull_secret, name, created.metadata.uid)
         log.info("job %s: pod %s/%s created", job.job_id, self._ns, name)
         self._wait_running(name, job.image)
         if job.oidc_token:
@@ -221,6 +229,48 @@ class KubernetesTarget(BaseTarget):
             runtime.update(dict.fromkeys(JOB_CA_VARS, path))
         with self._lock:
             self._jobs[job.job_id].runtime = runtime
+
+    def _create_pull_secret(self, name: str, job: JobSpec) -> None:
+        username, password = job.image_credentials
+        auth = base64.b64encode(f"{username}:{password}".encode()).decode()
+        config = {
+            "auths": {
+                _registry(job.image): {"username": username, "password": password, "auth": auth}
+            }
+        }
+        body = {
+            "metadata": {
+                "name": name,
+                "labels": {LABEL_INSTANCE: _k8spod.label_value(self._instance)},
+            },
+            "type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": base64.b64encode(json.dumps(config).encode()).decode()},
+        }
+        try:
+            self._api.create_namespaced_secret(self._ns, body)
+        except ApiException as exc:
+            raise TargetError(f"cannot create the pull Secret {name}: {_reason(exc)}") from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TargetError(f"cannot reach the Kubernetes API to create {name}: {exc}") from None
+
+    def _own_pull_secret(self, name: str, pod: str, uid: str) -> None:
+        """The pod owns its pull Secret: the garbage collector deletes it with the pod."""
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}
+        try:
+            self._api.patch_namespaced_secret(
+                name, self._ns, {"metadata": {"ownerReferences": [owner]}}
+            )
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("pull Secret %s: cannot make pod %s its owner: %s", name, pod, exc)
+
+    def _delete_pull_secret(self, name: str) -> None:
+        try:
+            self._api.delete_namespaced_secret(name, self._ns)
+        except ApiException as exc:
+            if exc.status != 404:
+                log.warning("could not delete the pull Secret %s: %s", name, _reason(exc))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("could not delete the pull Secret %s: %s", name, exc)
 
     def _write_file(self, name: str, data: bytes, path: str, what: str) -> None:
         """A file into the job's volume, over the stdin of an exec: no host path can reach a
@@ -405,6 +455,8 @@ class KubernetesTarget(BaseTarget):
                 log.warning("job %s: keeping pod %s/%s (debug)", job.job_id, self._ns, state.name)
                 return
             self._delete(state.name)
+            if state.pull_secret:
+                self._delete_pull_secret(state.pull_secret)
         except Exception:  # cleanup never raises: the agent must move on to the next job
             log.exception("job %s: cleanup failed", job.job_id)
 
@@ -486,6 +538,14 @@ def start_verdict(pod, image: str) -> tuple[str, str]:
         if cond.type == "PodScheduled" and cond.status == "False":
             return "waiting", f"not scheduled: {cond.reason}: {cond.message}"
     return "waiting", phase
+
+
+def _registry(image: str) -> str:
+    """The registry an image reference pulls from, as a docker config names it."""
+    first, _, rest = image.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return "https://index.docker.io/v1/"
 
 
 def _returncode(ws) -> int | None:
