@@ -279,19 +279,24 @@ class KubernetesTarget(BaseTarget):
             'd=${1%/*}; mkdir -p -- "$d" && chmod 0777 "$d" 2>/dev/null; '
             'head -c "$2" > "$1" && chmod 0755 "$1"'
         )
+        argv = ["/bin/sh", "-c", script, "sh", path, str(len(data))]
+        code = self._exec_stdin(name, argv, data, f"copy the {what} into")
+        if code != 0:
+            raise TargetError(f"cannot copy the {what} to {path} in pod {name} (exit {code})")
+
+    def _exec_stdin(self, name: str, argv: list[str], data: bytes, doing: str) -> int | None:
+        """Run `argv` in the job container with `data` on its stdin; its exit code. TargetError
+        ("cannot <doing> pod <name>: ...") when the exec itself fails."""
         try:
-            ws = self._connect(
-                name, ["/bin/sh", "-c", script, "sh", path, str(len(data))], stdin=True
-            )
+            ws = self._connect(name, argv, stdin=True)
             for at in range(0, len(data), 1 << 20):
                 ws.write_stdin(data[at : at + (1 << 20)])
             ws.run_forever(timeout=300)
             code = _returncode(ws)
             ws.close()
         except Exception as exc:  # ApiException, websocket and socket errors alike
-            raise TargetError(f"cannot copy the {what} into pod {name}: {exc}") from None
-        if code != 0:
-            raise TargetError(f"cannot copy the {what} to {path} in pod {name} (exit {code})")
+            raise TargetError(f"cannot {doing} pod {name}: {exc}") from None
+        return code
 
     def _make_pulumi_env(self, name: str) -> str:
         """/PULUMI_ENV when the container's user may create it, else the job volume's."""
@@ -303,14 +308,9 @@ class KubernetesTarget(BaseTarget):
     def _write_token(self, name: str, token: str) -> None:
         """The OIDC token into the pod's in-memory volume, over the stdin of an exec."""
         argv = ["/bin/sh", "-c", WRITE_TOKEN_SCRIPT, "workflow-token", OIDC_TOKEN_PATH]
-        try:
-            ws = self._connect(name, argv, stdin=True)
-            ws.write_stdin(token.encode() + b"\n")
-            ws.run_forever(timeout=60)
-            code = _returncode(ws)
-            ws.close()
-        except Exception as exc:  # ApiException, websocket and socket errors alike
-            raise TargetError(f"cannot write the job's OIDC token into pod {name}: {exc}") from None
+        code = self._exec_stdin(
+            name, argv, token.encode() + b"\n", "write the job's OIDC token into"
+        )
         if code != 0:
             raise TargetError(
                 f"cannot write the job's OIDC token to {OIDC_TOKEN_PATH} in pod {name} "
