@@ -542,9 +542,9 @@ def start_verdict(pod, image: str) -> tuple[str, str]:
 
 def _registry(image: str) -> str:
     """The registry an image reference pulls from, as a docker config names it."""
-    first, _, rest = image.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        return first
+    parts = image.split("/", 1)
+    if len(parts) == 2 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        return parts[0]
     return "https://index.docker.io/v1/"
 
 
