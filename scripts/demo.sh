@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # `make demo`: the main job. An emulator and 3 systemd container "hosts" on one docker network,
 # the collection (installed from its tarball) rolls out a pool of 6 agents over them with its
-# rollout playbook (2 per host), then 12 jobs run and a table shows who ran what. A real
-# Prometheus (scripts/prometheus.sh, on loopback) scrapes the agents through the file_sd the
-# rollout wrote, and the end compares the planned slots with what it saw. Everything stays up;
-# `make demo-down` removes it. A second `make demo` changes nothing (changed=0).
+# rollout playbook (2 per host), then 12 jobs and one real Pulumi deployment run, and tables show
+# who ran what and the deployed stack's outputs. A real Prometheus (scripts/prometheus.sh, on
+# loopback) scrapes the agents through the file_sd the rollout wrote, and the end compares the
+# planned slots with what it saw. Everything stays up; `make demo-down` removes it. A second
+# `make demo` changes nothing (changed=0).
+#
+# The deployment: the Pulumi CLI and its YAML language host, built from their Go modules
+# (scripts/build-go-tool.sh: about 6 minutes cold on 2 cores, cached after) in the background
+# from the start (`make demo` starts them even before its bootstrap: `demo.sh build`), are
+# copied onto the hosts (the agents run jobs as host processes); the hosts' image adds git to
+# the Molecule host image; a git server on this machine, on the demo network's gateway, serves
+# the programs (scripts/demo_jobs.py).
 set -euo pipefail
+SELF=$(cd "$(dirname "$0")" && pwd)/demo.sh
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 DEMO=$STATE/demo
@@ -15,6 +24,9 @@ if [ "$STATE" = /var/tmp/workflow-agent-dev ]; then P=wfa-demo; else P=$(basenam
 NET=$P
 EMU=$P-emulator
 HOSTS=("$P-1" "$P-2" "$P-3")
+HOST_IMAGE=local/workflow-demo-host:latest
+HOST_BASE=local/debian12-systemd:latest
+HOST_DIR=tests/images/demo-host
 # Pipelining: fewer round trips per task; profile_tasks: a clock on every task as it runs.
 export ANSIBLE_PIPELINING=1 ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
@@ -28,9 +40,60 @@ down() {
   echo "demo removed"
 }
 
+# The Pulumi CLI and its YAML language host, in the background; each binary's path on stdout.
+# Not niced: when cold, the demo waits for them. A build already running (`demo.sh build`'s, make
+# test's) holds build-go-tool.sh's lock: this one waits for it, then reuses what it built.
+pulumi_build() { # log file
+  (export WFA_GO_NICE=0
+   bash scripts/build-go-tool.sh pulumi && bash scripts/build-go-tool.sh pulumi-language-yaml) 2>"$1"
+}
+
+# The hosts' image: the Molecule host plus git, rebuilt only when its inputs change (the hash
+# label of scripts/lib.sh).
+host_image() {
+  local base_id hash old
+  base_id=$(image_id "$HOST_BASE")
+  [ -n "$base_id" ] || { echo "$HOST_BASE is missing: run scripts/images.sh (make bootstrap)"; exit 1; }
+  hash=$(printf '%s\n' "$base_id" "$(sha256sum <"$HOST_DIR/Containerfile")" | sha256sum | cut -c1-16)
+  if [ "$(image_hash "$HOST_IMAGE")" = "$hash" ]; then return 0; fi
+  echo "building $HOST_IMAGE ($HOST_BASE with git; once)"
+  old=$(image_id "$HOST_IMAGE")
+  $DOCKER build -q --build-arg "BASE_IMAGE=$HOST_BASE" --label "$HASH_LABEL=$hash" -t "$HOST_IMAGE" \
+    -f "$HOST_DIR/Containerfile" "$HOST_DIR" >/dev/null
+  drop_replaced "$old"
+}
+
+# The Pulumi binaries onto every host, where the jobs' PATH finds them (/usr/local/bin); skipped
+# on a host that already has these builds (their cache paths name version and inputs).
+install_pulumi() { # binary paths
+  local h want pid version git pids=()
+  want=$(printf '%s\n' "$@")
+  for h in "${HOSTS[@]}"; do
+    [ "$($DOCKER exec "$h" cat /usr/local/lib/workflow-demo/pulumi-builds 2>/dev/null)" != "$want" ] || continue
+    ( # the hosts at once: 150 MB each
+      set -e
+      for b in "$@"; do $DOCKER cp "$b" "$h:/usr/local/bin/$(basename "$b")"; done
+      $DOCKER exec -i "$h" sh -c 'mkdir -p /usr/local/lib/workflow-demo && cat >/usr/local/lib/workflow-demo/pulumi-builds' <<<"$want"
+    ) &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || { echo "copying the Pulumi binaries onto a host failed"; exit 1; }; done
+  for h in "${HOSTS[@]}"; do
+    version=$($DOCKER exec "$h" pulumi version)
+    git=$($DOCKER exec "$h" git --version)
+    echo "$h: pulumi $version and pulumi-language-yaml in /usr/local/bin, $git"
+  done
+}
+
 up() {
   t0=$(date +%s)
   mkdir -p "$DEMO"; chmod 700 "$DEMO"
+  # First, so that a cold build (minutes) overlaps everything before the deployment needs it.
+  step "Building the Pulumi CLI and its YAML language host in the background (cached after the first time)"
+  pulumi_build "$DEMO/pulumi-build.log" >"$DEMO/pulumi-bins" &
+  build_pid=$!
+  echo "log: $DEMO/pulumi-build.log"
+
   step "Building the collection and installing it from its tarball"
   bash scripts/galaxy.sh >"$DEMO/galaxy.log" 2>&1 || { tail -n 30 "$DEMO/galaxy.log"; exit 1; }
   export ANSIBLE_COLLECTIONS_PATH=$STATE/collections
@@ -52,11 +115,18 @@ up() {
   echo "emulator at $EMU_URL (inside the network: http://$EMU:8080)"
 
   step "Starting 3 systemd container hosts"
+  host_image
   for h in "${HOSTS[@]}"; do
+    # A host of an older image (an earlier demo's) lacks what the deployment needs: replaced.
+    if [ -n "$($DOCKER container inspect -f '{{.Image}}' "$h" 2>/dev/null)" ] &&
+       [ "$($DOCKER container inspect -f '{{.Image}}' "$h")" != "$(image_id "$HOST_IMAGE")" ]; then
+      echo "$h: replacing it (not of today's $HOST_IMAGE)"
+      $DOCKER rm -f "$h" >/dev/null
+    fi
     docker container inspect "$h" >/dev/null 2>&1 || docker run -d --name "$h" --hostname "$h" --network "$NET" \
       --cap-add SYS_ADMIN --security-opt seccomp=unconfined --cgroupns=host \
       -v /sys/fs/cgroup:/sys/fs/cgroup:rw --tmpfs /run --tmpfs /run/lock --tmpfs /tmp \
-      local/debian12-systemd:latest /sbin/init >/dev/null
+      "$HOST_IMAGE" /sbin/init >/dev/null
   done
   for h in "${HOSTS[@]}"; do
     docker exec "$h" systemctl is-system-running --wait >/dev/null 2>&1 || true
@@ -102,9 +172,33 @@ INV
   echo "prometheus at $PROM: $up of 6 planned instances up"
   [ "$up" = 6 ] || { echo "Prometheus does not see the 6 agents (log: $DEMO/prometheus/prometheus.log)"; exit 1; }
 
-  step "Enqueueing 12 jobs"
-  python3 scripts/demo_jobs.py --url "$EMU_URL" --admin-token-file "$DEMO/admin-token" --jobs 12 --agents 6 \
-    --prometheus "$PROM" --planned-slots 6
+  step "Installing the Pulumi CLI and its YAML language host on the hosts"
+  waited=$(date +%s)
+  if kill -0 "$build_pid" 2>/dev/null; then
+    echo "waiting for the Pulumi build (cold: about 6 minutes on an idle 2-core machine; logs: $DEMO/pulumi-*.log)"
+  fi
+  if ! wait "$build_pid"; then
+    tail -n 20 "$DEMO/pulumi-build.log"
+    echo "the Pulumi build failed (log: $DEMO/pulumi-build.log)"
+    exit 1
+  fi
+  waited=$(( $(date +%s) - waited ))
+  [ "$waited" -lt 2 ] || echo "the Pulumi build was ready $waited s later"
+  mapfile -t pulumi_bins <"$DEMO/pulumi-bins"
+  install_pulumi "${pulumi_bins[@]}"
+
+  step "Enqueueing 12 jobs and a Pulumi deployment (pulumi up of the 'base' program)"
+  # The git server listens on the demo network's gateway: this machine, as the hosts reach it.
+  gateway=$($DOCKER network inspect -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' "$NET")
+  if [ -z "$gateway" ]; then # an engine may leave it out: the subnet's first address
+    gateway=$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_network(sys.argv[1])[1])' \
+      "$($DOCKER network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' "$NET")")
+  fi
+  [ -s "$DEMO/pulumi-passphrase" ] || (umask 077; openssl rand -hex 16 >"$DEMO/pulumi-passphrase")
+  WFA_PULUMI_BIN_DIR=$(dirname "${pulumi_bins[0]}"):$(dirname "${pulumi_bins[1]}") \
+    python3 scripts/demo_jobs.py --url "$EMU_URL" --admin-token-file "$DEMO/admin-token" --jobs 12 --agents 6 \
+    --prometheus "$PROM" --planned-slots 6 \
+    --deploy --git-host "$gateway" --passphrase-file "$DEMO/pulumi-passphrase"
 
   echo
   echo "Prometheus UI: $PROM (targets: $PROM/targets, alerts: $PROM/alerts), on this machine's loopback."
@@ -114,5 +208,12 @@ INV
 case ${1:-up} in
   up) up ;;
   down) down ;;
-  *) echo "usage: demo.sh up|down" >&2; exit 2 ;;
+  # The Pulumi build alone, detached: `make demo` starts it before its bootstrap, and `up` then
+  # waits for it through the build's lock.
+  build)
+    mkdir -p "$DEMO"; chmod 700 "$DEMO"
+    setsid bash "$SELF" _build >/dev/null 2>&1 </dev/null &
+    ;;
+  _build) pulumi_build "$DEMO/pulumi-prebuild.log" >/dev/null ;;
+  *) echo "usage: demo.sh up|down|build" >&2; exit 2 ;;
 esac
