@@ -90,3 +90,27 @@ def test_step_in_a_missing_workdir_fails(harness):
     # (exit 125); root here may look.
     assert out.reason == "error" or out.exit_code == 125, (out, lines)
     assert "ran" not in lines
+
+
+def test_the_job_user_gets_the_executor_it_cannot_read_in_the_agents_cache(harness, tmp_path):
+    """The agent's executor cache is the agent's (0700 here): the job user still gets its own
+    copy in work/, runnable, and the job's runtime (PULUMI_ENV) works as that user."""
+    cache = tmp_path / "agent-only"
+    cache.mkdir(mode=0o700)
+    executor = cache / "pulumi-deploy-executor-0123"
+    executor.write_bytes(b'#!/bin/sh\necho "executor as $(id -un): $*"\n')
+    executor.chmod(0o700)
+    target = target_with(harness, process_job_user=JOB_USER)
+    job = harness.job(
+        '"$PULUMI_DEPLOY_EXECUTOR" update; echo "X=1" >> "$PULUMI_ENV"',
+        'echo "X=$X"',
+        executor=str(executor),
+    )
+    target.prepare(job)
+    try:
+        res = run_steps(target, job)
+    finally:
+        target.cleanup(job)
+    assert [o.succeeded for o in res.outcomes] == [True, True], res
+    assert res.lines[0] == [f"executor as {JOB_USER}: update"]
+    assert res.lines[1][-1] == "X=1"

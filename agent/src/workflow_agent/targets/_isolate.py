@@ -61,21 +61,23 @@ class JobUser:
             "--",
         ]
 
-    def run(self, argv: list[str], stdin: str | None = None) -> None:
+    def run(self, argv: list[str], stdin: str | bytes | None = None) -> None:
         """Run a helper command (not job code) as the job user; TargetError on failure."""
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
         try:
             proc = subprocess.run(
                 self.prefix + argv,
                 input=stdin,
                 capture_output=True,
-                text=True,
                 timeout=120,
                 check=False,
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise TargetError(f"cannot run {argv[0]} as {self.name}: {exc}") from None
         if proc.returncode != 0:
-            detail = (proc.stderr or proc.stdout).strip().splitlines()
+            out = (proc.stderr or proc.stdout).decode(errors="replace")
+            detail = out.strip().splitlines()
             raise TargetError(
                 f"{argv[0]} as {self.name} failed ({proc.returncode}): "
                 f"{detail[-1] if detail else 'no output'}"

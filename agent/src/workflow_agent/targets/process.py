@@ -198,12 +198,17 @@ class ProcessTarget(BaseTarget):
                 _jobdir.write_private(jd.oidc_token, job.oidc_token)
             except OSError as exc:
                 raise TargetError(f"cannot write the job's OIDC token: {exc.strerror}") from None
-        # work/ is the job user's: it copies the executor in itself.
+        # work/ is the job user's: it writes the executor in itself, from stdin (the agent's
+        # cache is the agent's to read, not the job user's).
         runtime = _jobdir.place_runtime(jd, job, str(jd.work), copy=not self._user)
         if self._user and job.executor:
             where = jd.work / EXECUTOR_DIR
-            script = 'mkdir -m 0755 -- "$1" && cp -- "$2" "$1/$3" && chmod 0755 -- "$1/$3"'
-            self._user.run(["sh", "-c", script, "sh", str(where), job.executor, EXECUTOR_NAME])
+            script = 'mkdir -m 0755 -- "$1" && cat > "$1/$2" && chmod 0755 -- "$1/$2"'
+            try:
+                data = Path(job.executor).read_bytes()
+            except OSError as exc:
+                raise TargetError(f"cannot read the executor {job.executor}: {exc}") from None
+            self._user.run(["sh", "-c", script, "sh", str(where), EXECUTOR_NAME], data)
         runtime[PULUMI_ENV_VAR] = str(jd.pulumi_env)
         if job.oidc_token:
             runtime[OIDC_TOKEN_ENV] = job.oidc_token
