@@ -193,16 +193,7 @@ def bare_executor(emu, pool: tuple[str, str], git_url: str) -> dict:
     env = _claimed_env(emu, token, _deployment(emu, git_url, pool=name))
     where = "/opt/pulumi-deploy/pulumi-deploy-executor"
     env |= {"PULUMI_DEPLOY_EXECUTOR": where, "PULUMI_DEPLOY_WORKSPACE": "/tmp/pulumi-deploy"}
-    t0, mark, returned = _docker_run(env, BARE_EXECUTOR, "-v", f"{EXECUTOR}:{where}:ro")
-    return {
-        "s": mark["done"] - t0,
-        "phases": {
-            "start (docker run → first command)": mark["started"] - t0,
-            "clone": mark["cloned"] - mark["started"],
-            "update": mark["done"] - mark["cloned"],
-            "container exit and removal": returned - mark["done"],
-        },
-    }
+    return _timed(env, BARE_EXECUTOR, "update", "-v", f"{EXECUTOR}:{where}:ro")
 
 
 def by_hand(git_url: str) -> dict:
@@ -214,13 +205,18 @@ def by_hand(git_url: str) -> dict:
         "SECRET": CONFIG["secretWord"]["value"],
         "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
     }
-    t0, mark, returned = _docker_run(env, BY_HAND)
+    return _timed(env, BY_HAND, "login, select, config, up")
+
+
+def _timed(env: dict, script: str, work: str, *args: str) -> dict:
+    """A bare run's time to its last command, and its phases (`work`: what follows the clone)."""
+    t0, mark, returned = _docker_run(env, script, *args)
     return {
         "s": mark["done"] - t0,
         "phases": {
             "start (docker run → first command)": mark["started"] - t0,
             "clone": mark["cloned"] - mark["started"],
-            "login, select, config, up": mark["done"] - mark["cloned"],
+            work: mark["done"] - mark["cloned"],
             "container exit and removal": returned - mark["done"],
         },
     }
