@@ -21,6 +21,8 @@ BUILDS=(
   "pulumi-language-yaml scripts/build-go-tool.sh pulumi-language-yaml"
   "kube tests/k8s/build.sh"
   "prometheus tests/k8s/build-prometheus.sh"
+  "helm scripts/build-go-tool.sh helm"
+  "registry scripts/build-go-tool.sh registry"
 )
 DIR=$STATE/builds
 LOGS=$STATE/logs
