@@ -272,6 +272,17 @@ def test_absent_default_patch_file_is_fine_but_an_explicit_one_must_exist(tmp_pa
         Settings.from_env({_k8spod.PATCH_PATH_VAR: str(tmp_path / "absent.json")})
 
 
+def test_a_directory_at_the_default_patch_path_is_no_patch(tmp_path):
+    """Upstream's install (kubernetes/agent.ts) mounts ConfigMap key worker-pod.json with subPath
+    even when it passes no pod template; the key is then absent and the kubelet mounts an empty
+    directory at /mnt/worker-pod.json. An explicitly named path must still be a file."""
+    directory = tmp_path / "worker-pod.json"
+    directory.mkdir()
+    assert load_patch(str(directory), required=False) == ({}, "")
+    with pytest.raises(TargetError, match="WORKFLOW_AGENT_WORKER_POD_PATCH: .*: is a directory"):
+        Settings.from_env({_k8spod.PATCH_PATH_VAR: str(directory)})
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

@@ -133,6 +133,12 @@ def load_patch(path: str, *, required: bool) -> tuple[dict, str]:
         if required:
             raise TargetError(f"{PATCH_PATH_VAR}: {path}: no such file") from None
         return {}, ""
+    except IsADirectoryError:
+        # Upstream's install mounts the ConfigMap key worker-pod.json with subPath; without a pod
+        # template the key is absent and the kubelet mounts an empty directory there instead.
+        if required:
+            raise TargetError(f"{PATCH_PATH_VAR}: {path}: is a directory, not a file") from None
+        return {}, ""
     except (OSError, UnicodeDecodeError) as exc:
         raise TargetError(f"{path}: cannot read the worker pod patch: {exc}") from None
     if not text.strip():
