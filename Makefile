@@ -23,6 +23,8 @@ $(VENV)/.stamp: requirements/dev.in requirements/constraints.txt agent/pyproject
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade 'pip<26'
 	$(PY) -m pip install -q -r requirements/dev.in -c requirements/constraints.txt
+	@# The agent's distribution was "workflow-agent" before issue 25: a venv from then keeps it.
+	$(PY) -m pip uninstall -q -y workflow-agent 2>/dev/null
 	$(PY) -m pip install -q -c requirements/constraints.txt -e 'agent[docker,kubernetes]' -e tests/emulator
 	touch $@
 

@@ -3,10 +3,11 @@
 #
 # HTTPS fails inside build containers here, so the wheelhouse is made on the host: the agent
 # wheel (pip wheel, from a copy of agent/) plus every dependency of it and of its docker and
-# kubernetes extras (pip download, pinned by requirements/constraints.txt, for the base image's
-# Python and architecture). The image then installs with pip --no-index. The build context is a
-# small temporary directory. The image carries a label with the hash of all inputs; an image
-# whose label matches is reused, so a second run takes a second or two.
+# kubernetes extras (pip download, pinned by the agent role's wheelhouse-constraints.txt, the pins
+# the collection ships, for the base image's Python and architecture). The image then installs
+# with pip --no-index. The build context is a small temporary directory. The image carries a
+# label with the hash of all inputs; an image whose label matches is reused, so a second run
+# takes a second or two.
 #
 # Environment: BASE_IMAGE (default local/debian12-plain:latest, from scripts/images.sh),
 # AGENT_IMAGE (default local/workflow-agent), DOCKER, WORKFLOW_AGENT_STATE (caches), PYTHON.
@@ -18,7 +19,7 @@ BASE=${BASE_IMAGE:-local/debian12-plain:latest}
 IMAGE=${AGENT_IMAGE:-local/workflow-agent}
 PY=${PYTHON:-$ROOT/.venv/bin/python}
 [ -x "$PY" ] || PY=$(command -v python3)
-CONSTRAINTS=requirements/constraints.txt
+CONSTRAINTS=roles/agent/files/wheelhouse-constraints.txt
 SOURCE=$(awk '$1 == "repository:" {print $2}' galaxy.yml)
 VERSION=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' agent/src/workflow_agent/__init__.py)
 [ -n "$VERSION" ] || { echo "agent image: cannot read __version__ from agent/src/workflow_agent/__init__.py" >&2; exit 1; }
@@ -43,14 +44,14 @@ read -r pyver machine <"$probe"
 deps=$STATE/agent-image/wheels-$( { cat "$CONSTRAINTS" agent/pyproject.toml; echo "$pyver $machine"; } | sha256sum | cut -c1-16)
 ctx=$(mktemp -d "$STATE/agent-image.XXXXXX")
 trap 'rm -rf "$ctx"' EXIT
-mkdir -p "$ctx/wheelhouse" "$ctx/agent/src" "$ctx/requirements" "$ctx/pkg"
+mkdir -p "$ctx/wheelhouse" "$ctx/agent/src" "$ctx/roles/agent/files" "$ctx/pkg"
 # Build our own wheel from a copy, so that the working tree gets no build/ or egg-info.
 cp agent/pyproject.toml agent/README.md "$ctx/pkg/"
 tar -C agent/src -c --exclude=__pycache__ --exclude='*.pyc' workflow_agent | tar -C "$ctx/pkg" -x
 mkdir -p "$ctx/pkg/src" && mv "$ctx/pkg/workflow_agent" "$ctx/pkg/src/"
 SOURCE_DATE_EPOCH=315532800 "$PY" -m pip wheel -q --no-deps \
   --wheel-dir "$ctx/wheelhouse" "$ctx/pkg" >/dev/null
-agent_wheel=$(ls "$ctx"/wheelhouse/workflow_agent-*.whl)
+agent_wheel=$(ls "$ctx"/wheelhouse/selfhosted_workflow_agent-*.whl)
 if [ ! -f "$deps/.done" ]; then
   echo "agent image: downloading dependency wheels (cp$pyver, $machine)"
   rm -rf "$deps"; mkdir -p "$deps"
@@ -58,12 +59,12 @@ if [ ! -f "$deps/.done" ]; then
     --python-version "$pyver" --abi "cp$pyver" --abi abi3 --abi none \
     --platform "manylinux2014_$machine" --platform "manylinux_2_28_$machine" --platform any \
     -c "$CONSTRAINTS" "${agent_wheel}[docker,kubernetes]" >/dev/null
-  rm -f "$deps"/workflow_agent-*.whl
+  rm -f "$deps"/selfhosted_workflow_agent-*.whl
   touch "$deps/.done"
 fi
 cp "$deps"/*.whl "$ctx/wheelhouse/"
 cp Containerfile "$ctx/"
-cp "$CONSTRAINTS" "$ctx/requirements/"
+cp "$CONSTRAINTS" "$ctx/roles/agent/files/"
 cp -r "$ctx/pkg/pyproject.toml" "$ctx/pkg/README.md" "$ctx/agent/"
 cp -r "$ctx/pkg/src/workflow_agent" "$ctx/agent/src/"
 rm -rf "$ctx/pkg"

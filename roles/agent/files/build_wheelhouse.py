@@ -234,7 +234,9 @@ def build(args: argparse.Namespace, key: str, version: str, pins: dict[str, str]
     )
 
     files = {f: sha256(os.path.join(out, f)) for f in sorted(os.listdir(out))}
-    top = "workflow-agent" + (f"[{','.join(sorted(args.extras))}]" if args.extras else "")
+    # The agent's distribution name as its wheel states it (pyproject.toml is the one source).
+    name = wheel_metadata(os.path.join(out, agent_whl))["Name"]
+    top = name + (f"[{','.join(sorted(args.extras))}]" if args.extras else "")
     lines = [f"{top}=={version} --hash=sha256:{files[agent_whl]}"]
     for name in sorted(seen):
         whl = next(f for f in files if canonicalize_name(_wheel_name(f)) == name)
@@ -318,8 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.version and args.version != version:
             raise BuildError(
                 f"the agent at {args.source} is version {version}, not {args.version} "
-                "(point workflow_agent_source_dir at that version, "
-                "or set workflow_agent_pip_index_url)"
+                "(point workflow_agent_source_dir at that version)"
             )
         pins = read_pins(args.constraints, marker_env(args.system, args.machine, args.python))
         tag = platform_tags(args.system, args.machine, args.libc, args.macos)[0]
