@@ -53,6 +53,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$K8S_DIR/cni/net.d"
+  # One hosts.toml per registry host, read at each pull (adding one needs no restart).
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$K8S_DIR/containerd/certs.d"
+EOF
+# The suite's registry (registry.sh) speaks plain HTTP, where containerd 1.6 would try HTTPS.
+mkdir -p "$K8S_DIR/containerd/certs.d/$REGISTRY_ADDR"
+cat >"$K8S_DIR/containerd/certs.d/$REGISTRY_ADDR/hosts.toml" <<EOF
+server = "http://$REGISTRY_ADDR"
+[host."http://$REGISTRY_ADDR"]
+  capabilities = ["pull", "resolve"]
 EOF
 
 cat >"$K8S_DIR/kubelet/config.yaml" <<EOF

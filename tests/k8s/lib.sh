@@ -28,6 +28,10 @@ APISERVER_PORT=6443
 CONTAINERD_SOCK=$K8S_DIR/containerd/containerd.sock
 PAUSE_IMAGE=local/wfa-k8s-pause:1
 # Ports the cluster listens on; up.sh refuses to start when one is taken.
+# The suite's OCI registry (registry.sh), one per machine like the cluster: plain HTTP on loopback,
+# where the host's dockerd pushes (it treats 127.0.0.0/8 as insecure by default) and the node's
+# containerd, a host process, pulls (config.sh gives it a hosts.toml for this address).
+REGISTRY_ADDR=127.0.0.1:5001
 CLUSTER_PORTS="2379 2380 $APISERVER_PORT 10248 10249 10250 10256 10257 10259"
 # Host sysctls the kubelet rewrites (protectKernelDefaults=false); down.sh restores them.
 KUBELET_SYSCTLS="vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops

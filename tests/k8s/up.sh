@@ -74,9 +74,29 @@ all_running() {
   local c
   for c in $COMPONENTS; do running "$c" || return 1; done
 }
+# A config change (config.sh) reaches a running cluster's containerd by a restart: its containers
+# live on in their shims and the kubelet reconnects. The other daemons keep what they started with.
+restart_containerd_on_new_config() {
+  local conf=$K8S_DIR/containerd/config.toml before pid
+  before=$(sha256sum <"$conf")
+  bash "$K8S_SRC/config.sh"
+  [ "$(sha256sum <"$conf")" != "$before" ] || return 0
+  log "containerd's config changed: restarting containerd (pods keep running)"
+  pid=$(pid_of containerd)
+  kill "$pid"
+  while [ -d "/proc/$pid" ]; do sleep 0.2; done
+  setsid containerd --config "$conf" >>"$K8S_DIR/logs/containerd.log" 2>&1 </dev/null 8>&- &
+  echo $! >"$K8S_DIR/run/containerd.pid"
+  local deadline=$(($(date +%s) + WAIT))
+  until ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || die "containerd did not come back after ${WAIT}s; log: $K8S_DIR/logs/containerd.log"
+    sleep 0.5
+  done
+}
 if [ -d "$K8S_DIR/run" ]; then
   if all_running && node_ready; then
     log "cluster already up"
+    restart_containerd_on_new_config
     # shellcheck disable=SC2086  # a list of image names
     import_images $IMAGES
     finish
