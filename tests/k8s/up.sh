@@ -92,9 +92,19 @@ restart_containerd_on_new_config() {
     [ "$(date +%s)" -lt "$deadline" ] || die "containerd did not come back after ${WAIT}s; log: $K8S_DIR/logs/containerd.log"
     sleep 0.5
   done
+  settle_node || die "node $NODE_NAME not Ready a minute after the containerd restart; logs: $K8S_DIR/logs"
+}
+# Running daemons with a NotReady node are a cluster in a moment of change (a containerd restart
+# by this script a moment ago, a kubelet catching up), not a broken one: wait a minute for it.
+settle_node() {
+  local deadline=$(($(date +%s) + 60))
+  until node_ready; do
+    [ "$(date +%s)" -lt "$deadline" ] || return 1
+    sleep 1
+  done
 }
 if [ -d "$K8S_DIR/run" ]; then
-  if all_running && node_ready; then
+  if all_running && settle_node; then
     log "cluster already up"
     restart_containerd_on_new_config
     # shellcheck disable=SC2086  # a list of image names
