@@ -11,17 +11,18 @@
 #   go-builds.sh list             NAME COMMAND of every build, in build order
 #   go-builds.sh resolve NAME     only the build's resolution step (its --resolve): every module
 #                                 it reads, downloaded; nothing compiled
-# Pulumi first: the stages that deploy with it come before the Kubernetes stage.
+# Helm first (about a minute: the galaxy stage's execution environment carries it), then Pulumi:
+# the stages that deploy with it come before the Kubernetes stage.
 set -uo pipefail
 SELF=$(cd "$(dirname "$0")" && pwd)/go-builds.sh
 cd "$(dirname "$0")/.." || exit 2
 . scripts/lib.sh
 BUILDS=(
+  "helm scripts/build-go-tool.sh helm"
   "pulumi scripts/build-go-tool.sh pulumi"
   "pulumi-language-yaml scripts/build-go-tool.sh pulumi-language-yaml"
   "kube tests/k8s/build.sh"
   "prometheus tests/k8s/build-prometheus.sh"
-  "helm scripts/build-go-tool.sh helm"
   "registry scripts/build-go-tool.sh registry"
 )
 DIR=$STATE/builds

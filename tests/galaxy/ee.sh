@@ -26,6 +26,10 @@ rm -rf "$work"; mkdir -p "$work"; chmod 0700 "$work"; mkdir "$work/def"
 # holds the server's credentials).
 cp tests/galaxy/execution-environment.yml "$work/def/"
 install -m 0600 "$galaxy_cfg" "$work/def/ansible.cfg"
+# The Helm CLI the agent_k8s role needs on the controller (scripts/build-go-tool.sh: cached, or
+# waits for the background build).
+helm=$(bash scripts/build-go-tool.sh helm) || fail "the Helm CLI could not be built (above)"
+install -m 0755 "$helm" "$work/def/helm"
 def=$work/def/execution-environment.yml
 
 "$venv/bin/ansible-builder" create -f "$def" -c "$work/context" --output-filename Containerfile >/dev/null
@@ -58,7 +62,7 @@ PY
 
 base_id=$($DOCKER image inspect -f '{{.Id}}' local/debian12-ee-base:latest 2>/dev/null) \
   || fail "base image local/debian12-ee-base:latest is missing (run: make images)"
-hash=$({ echo "$base_id"; cat tests/galaxy/execution-environment.yml requirements/galaxy-importer.txt
+hash=$({ echo "$base_id"; cat tests/galaxy/execution-environment.yml requirements/galaxy-importer.txt; sha256sum "$helm"
          find "$cols/ansible_collections" -mindepth 3 -maxdepth 3 \( -name MANIFEST.json -o -name FILES.json \) \
            | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
 have=$(image_hash "$IMAGE")
@@ -93,6 +97,10 @@ cmp -s "$work/MANIFEST.json" "$cols/$ours/MANIFEST.json" \
 $DOCKER run --rm "$IMAGE" bash -c 'python3 -c "import pydantic, packaging, kubernetes, yaml" && dpkg-query -W python3-pip' \
   >/dev/null || fail "$IMAGE lacks the collection's Python packages or python3-pip (above)"
 $DOCKER run --rm "$IMAGE" test ! -e /etc/ansible/ansible.cfg || fail "$IMAGE holds the build's ansible.cfg"
+want_helm=$("$helm" version --template '{{.Version}}')
+have_helm=$($DOCKER run --rm "$IMAGE" helm version --template '{{.Version}}') \
+  || fail "$IMAGE has no working helm (above)"
+[ "$have_helm" = "$want_helm" ] || fail "$IMAGE has helm $have_helm, not $want_helm"
 
 # The plan playbook, by its FQCN, against a small inventory: a and b weighted in it, c weighed
 # from its own CPUs and memory by the agent role's platform look (a raw command in the container),
