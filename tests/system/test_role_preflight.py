@@ -149,6 +149,10 @@ def test_unsupported_platform(tmp_path, plain):
         ({"workflow_agent_proxy": {"socks": "x"}}, "workflow_agent_proxy.socks. Supported"),
         ({"workflow_agent_service_state": "paused"}, "workflow_agent_service_state must be one of"),
         ({"workflow_agent_python": "/usr/bin/python3.99"}, "None of /usr/bin/python3.99 runs on"),
+        (  # removed (issue 25): hosts never install the agent from an index
+            {"workflow_agent_pip_index_url": "https://pypi.org/simple/"},
+            "workflow_agent_pip_index_url is no longer supported",
+        ),
         (
             {
                 "workflow_agent_instances": [

@@ -150,7 +150,7 @@ def docker_available() -> str | None:
     try:
         import docker
     except ImportError:
-        return "the docker SDK is not installed (pip install 'workflow-agent[docker]')"
+        return "the docker SDK is not installed (pip install -e 'agent[docker]')"
     try:
         import workflow_agent.targets.docker  # noqa: F401
     except ImportError as exc:
@@ -227,7 +227,7 @@ def kubernetes_available() -> str | None:
     try:
         from kubernetes import client, config
     except ImportError:
-        return "the kubernetes client is not installed (pip install 'workflow-agent[kubernetes]')"
+        return "the kubernetes client is not installed (pip install -e 'agent[kubernetes]')"
     path = kubeconfig_path()
     if path is None:
         return (
