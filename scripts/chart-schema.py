@@ -40,7 +40,10 @@ from workflow_agent._config import fields, model  # noqa: E402 - after the path
 GO_DURATION = r"^\+?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$|^[+-]?0$"
 ZERO_DURATION = r"^\+?((0+(\.0*)?|\.0+)(ns|us|µs|μs|ms|s|m|h))+$|^[+-]?0$"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-PROMETHEUS_DURATION = r"^([0-9]+(ms|s|m|h|d|w|y))+$"
+# Prometheus's duration (prometheus-operator's CRDs check it with this pattern).
+PROMETHEUS_DURATION = (
+    r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+)
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 # The booleans the agent's parse_bool might take; the schema lists those it does take.
@@ -88,7 +91,9 @@ def described(check: dict, what: str) -> dict:
 
 
 def set_by_chart(key: str, instead: str | None) -> dict:
-    what = f"unset: the chart sets {key} itself" + (f" (use the value {instead})" if instead else "")
+    what = f"unset: the chart sets {key} itself" + (
+        f" (use the value {instead})" if instead else ""
+    )
     return {"const": what, "not": {}}
 
 
@@ -205,8 +210,8 @@ def values_schema() -> dict:
                 {
                     "repository": described(
                         {"type": "string", "minLength": 1},
-                        "required: the agent image's repository in a registry the cluster can "
-                        "pull from, such as registry.example.com/workflow-agent",
+                        "required: the repository of the agent image, in a registry the "
+                        "cluster can pull from, such as registry.example.com/workflow-agent",
                     ),
                     "tag": {"type": "string"},
                     "pullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]},
@@ -295,7 +300,9 @@ def values_schema() -> dict:
             ]
         },
         {
-            "if": {"properties": {"autoscaling": {"properties": {"mode": {"enum": ["hpa", "keda"]}}}}},
+            "if": {
+                "properties": {"autoscaling": {"properties": {"mode": {"enum": ["hpa", "keda"]}}}}
+            },
             "then": {
                 "properties": {
                     "autoscaling": {
@@ -364,8 +371,11 @@ def main() -> int:
         if args.check:
             drift.append(str(rel))
             diff = difflib.unified_diff(
-                (current or "").splitlines(True), text.splitlines(True), f"{rel} (committed)",
-                f"{rel} (generated)", n=1,
+                (current or "").splitlines(True),
+                text.splitlines(True),
+                f"{rel} (committed)",
+                f"{rel} (generated)",
+                n=1,
             )
             sys.stderr.writelines(list(diff)[:40])
         else:
