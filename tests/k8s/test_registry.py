@@ -13,12 +13,15 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
+from index_harness import serve_index
 
 REPO = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("WORKFLOW_AGENT_STATE", "/var/tmp/workflow-agent-dev"))
@@ -286,8 +289,8 @@ def package_index(tmp_path_factory):
     """HTTPS fails in build containers here: the build stage takes the agent's pinned
     dependencies (and setuptools, its build backend) from a PEP 503 index on the host, as a user
     behind a mirror would (PIP_INDEX_URL, with the build on the host's network)."""
-    from index_harness import serve_index
-
+    if docker("image", "inspect", "local/debian12-plain:latest", check=False).returncode != 0:
+        pytest.skip("local/debian12-plain:latest is missing (run: make images)")
     caches = sorted((STATE / "agent-image").glob("wheels-*/.done"), key=lambda p: p.stat().st_mtime)
     if not caches:
         pytest.skip("no dependency wheels: scripts/build-agent-image.sh has not run (make images)")
@@ -317,8 +320,6 @@ def test_the_image_playbook_builds_and_pushes_from_the_installed_collection(
         },
         "workflow_agent_image_build_network": "host",
     }
-    if docker("image", "inspect", "local/debian12-plain:latest", check=False).returncode != 0:
-        pytest.skip("local/debian12-plain:latest is missing (run: make images)")
     try:
         rc, report, out = image_playbook(installed_collection, tmp_path / "first", variables)
         assert rc == 0, out[-6000:]
@@ -385,3 +386,83 @@ def test_the_image_playbook_refuses_bad_input_with_one_message(
     (msg,) = failures(report)
     assert message in msg, out[-3000:]
     assert "Traceback" not in out
+
+
+@pytest.fixture
+def registry_with_login(tmp_path):
+    """A second registry, with basic auth (htpasswd): the registry provisions the user `docker`
+    with a random password and logs it once. Plain HTTP on loopback, as the suite's."""
+    binary = run("bash", str(REPO / "scripts/build-go-tool.sh"), "registry").stdout.strip()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        addr = f"127.0.0.1:{s.getsockname()[1]}"
+    config = tmp_path / "registry.yml"
+    config.write_text(
+        json.dumps(  # YAML's flow style is JSON
+            {
+                "version": 0.1,
+                "log": {"level": "warn", "formatter": "json"},
+                "storage": {"filesystem": {"rootdirectory": str(tmp_path / "data")}},
+                "http": {"addr": addr},
+                "auth": {"htpasswd": {"realm": "wfa-reg", "path": str(tmp_path / "htpasswd")}},
+            }
+        )
+    )
+    log = tmp_path / "registry.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [binary, "serve", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "OTEL_TRACES_EXPORTER": "none"},
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://{addr}/v2/").status_code == 401:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+            time.sleep(0.2)
+        provisioned = [
+            json.loads(line) for line in log.read_text().splitlines() if "password" in line
+        ]
+        yield addr, provisioned[0]["user"], provisioned[0]["password"]
+    finally:
+        docker("logout", addr, check=False)
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_image_playbook_logs_in_to_the_registry_without_showing_the_password(
+    registry_with_login, installed_collection, package_index, tmp_path
+):
+    """With a username and password, the playbook logs in to the repository's registry first
+    (docker_login, no_log): the push to a registry that refuses anonymous clients works, and the
+    password shows nowhere in the playbook's output."""
+    addr, user, password = registry_with_login
+    url, _ = package_index
+    version = agent_version()
+    repository = f"{addr}/wfa-reg-login/workflow-agent"
+    variables = {
+        "workflow_agent_image_repository": repository,
+        "workflow_agent_image_build_args": {
+            "BASE_IMAGE": "local/debian12-plain:latest",
+            "PIP_INDEX_URL": url,
+        },
+        "workflow_agent_image_build_network": "host",
+        "workflow_agent_image_registry_username": user,
+        "workflow_agent_image_registry_password": password,
+    }
+    try:
+        rc, report, out = image_playbook(installed_collection, tmp_path, variables)
+        assert rc == 0, out[-6000:]
+        assert password not in out
+        manifest = f"http://{addr}/v2/wfa-reg-login/workflow-agent/manifests/{version}"
+        accept = {"Accept": "application/vnd.docker.distribution.manifest.v2+json"}
+        assert httpx.head(manifest, headers=accept).status_code == 401
+        assert httpx.head(manifest, headers=accept, auth=(user, password)).status_code == 200
+    finally:
+        docker("rmi", f"{repository}:{version}", check=False)
