@@ -88,7 +88,7 @@ def problems(tried, need_agent_python):
     if need_agent_python and not any(t["ok"] for t in ran):
         return [
             "The agent needs Python %s or later on the host; none of %s is one (found: %s). "
-            "Install one (RHEL 9: dnf install python3.11; macOS: python.org or Homebrew) or set "
+            "Install one (macOS: from python.org or Homebrew) or set "
             "workflow_agent_python"
             % ("%d.%d" % agent_host_state.AGENT_PYTHON, names, ", ".join(t["version"] for t in ran))
         ]

@@ -16,9 +16,14 @@ import re
 __metaclass__ = type
 
 _LINE = re.compile(r"^([A-Z_]+)=(.*)$")
-SUPPORTED = (
-    "Debian 12/13, Ubuntu 22.04/24.04 and RHEL-family 9 (with systemd), "
-    "and macOS 13 or later (launchd)"
+# The platforms the role supports: the one list. roles/agent/meta/main.yml's galaxy_info.platforms,
+# the role's argument spec and the README's platform table say the same (tests/system/
+# test_role_docs.py holds them to it); each is one a test proves on a host or with a mock.
+DEBIAN_RELEASES = {"12": "bookworm", "13": "trixie"}
+MACOS_MIN = 13
+SUPPORTED = "Debian %s (with systemd) and macOS %d or later (launchd)" % (
+    "/".join(DEBIAN_RELEASES),
+    MACOS_MIN,
 )
 
 
@@ -37,14 +42,10 @@ def _whole(value, default):
 
 
 def _supported(p):
-    if p["os_family"] == "Debian" and p["service_mgr"] == "systemd":
-        return (p["id"] == "debian" and p["major_version"] in ("12", "13")) or (
-            p["id"] == "ubuntu" and p["version"] in ("22.04", "24.04")
-        )
-    if p["os_family"] == "RedHat" and p["service_mgr"] == "systemd":
-        return p["major_version"] == "9"
+    if p["id"] == "debian" and p["service_mgr"] == "systemd":
+        return p["major_version"] in DEBIAN_RELEASES
     if p["os_family"] == "Darwin":
-        return _whole(p["major_version"], 0) >= 13
+        return _whole(p["major_version"], 0) >= MACOS_MIN
     return False
 
 

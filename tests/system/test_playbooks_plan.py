@@ -263,7 +263,7 @@ def test_missing_target_is_named(tmp_path):
     rc, report, out = run(tmp_path, "rollout", {"a": {}}, "-e", "workflow_agent_weight=1")
     assert rc != 0
     [failed] = task(report, "Check the plan's inputs").values()
-    assert "Set workflow_agent_pool_target" in failed["msg"]
+    assert "Set workflow_agent_pool_target, the pool's total concurrency" in failed["msg"]
     assert_no_host_contacted(report)
 
 

@@ -128,7 +128,7 @@ def nothing_changed(host: str) -> None:
 
 def test_unsupported_platform(tmp_path, plain):
     out = failure(apply_role(tmp_path, plain))
-    assert "supports Debian 12/13, Ubuntu 22.04/24.04 and RHEL-family 9 (with systemd)" in out
+    assert "supports Debian 12/13 (with systemd) and macOS 13 or later (launchd)" in out
     assert "service manager" in out
     nothing_changed(plain)
 
@@ -148,6 +148,15 @@ def test_unsupported_platform(tmp_path, plain):
         ),
         ({"workflow_agent_proxy": {"socks": "x"}}, "workflow_agent_proxy.socks. Supported"),
         ({"workflow_agent_service_state": "paused"}, "workflow_agent_service_state must be one of"),
+        (  # the argument spec's choices (the agent schema's closed sets)
+            {"workflow_agent_deploy_target": "dokcer"},
+            "workflow_agent_deploy_target must be one of: None, docker, kubernetes, process",
+        ),
+        ({"workflow_agent_log_level": "loud"}, "workflow_agent_log_level must be one of"),
+        (
+            {"workflow_agent_enabled_workflow_types": ["deployment", "deploy"]},
+            "Got no match for: deploy",
+        ),
         ({"workflow_agent_python": "/usr/bin/python3.99"}, "None of /usr/bin/python3.99 runs on"),
         (  # removed (issue 25): hosts never install the agent from an index
             {"workflow_agent_pip_index_url": "https://pypi.org/simple/"},

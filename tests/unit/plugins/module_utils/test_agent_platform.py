@@ -41,7 +41,17 @@ def test_a_debian_12_host():
         (
             ["SYSTEM=Linux", "OS_ID=ubuntu", "OS_VERSION_ID='24.04'", "SERVICE_MGR=systemd"],
             "Debian",
+            False,  # not in meta/main.yml: nothing tests it
+        ),
+        (
+            ["SYSTEM=Linux", "OS_ID=debian", "OS_VERSION_ID=13", "SERVICE_MGR=systemd"],
+            "Debian",
             True,
+        ),
+        (
+            ["SYSTEM=Linux", "OS_ID=debian", "OS_VERSION_ID=11", "SERVICE_MGR=systemd"],
+            "Debian",
+            False,
         ),
         (
             ["SYSTEM=Linux", "OS_ID=ubuntu", "OS_VERSION_ID=20.04", "SERVICE_MGR=systemd"],
@@ -57,7 +67,7 @@ def test_a_debian_12_host():
                 "SERVICE_MGR=systemd",
             ],
             "RedHat",
-            True,
+            False,  # not in meta/main.yml: nothing tests it
         ),
         (
             ["SYSTEM=Linux", "OS_ID=linuxmint", 'OS_ID_LIKE="ubuntu debian"', "OS_VERSION_ID=22"],
@@ -83,6 +93,10 @@ def test_families_and_support(lines, family, supported):
     got = parse_platform(lines)
     assert (got["os_family"], got["supported"]) == (family, supported)
     assert (got["problem"] == "") is supported
+
+
+def test_the_supported_platforms_read():
+    assert SUPPORTED == "Debian 12/13 (with systemd) and macOS 13 or later (launchd)"
 
 
 def test_the_problem_names_the_supported_platforms_and_this_host():
