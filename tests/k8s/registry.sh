@@ -7,6 +7,9 @@
 #   tests/k8s/registry.sh stop     stop it (the stored images and charts stay)
 #   tests/k8s/registry.sh status   exit 0 when it answers /v2/
 #   tests/k8s/registry.sh addr     print its address (host:port)
+#   tests/k8s/registry.sh gc       free the blobs nothing refers to any more (tests delete what
+#                                  they push, which only unlinks it); stops and restarts a running
+#                                  registry, since garbage collection needs it idle
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -128,7 +131,28 @@ stop() {
   say "stopped"
 }
 
+gc() {
+  local was_up=0 bin
+  [ -f "$CONFIG" ] || {
+    say "nothing stored yet"
+    return 0
+  }
+  if ours; then
+    was_up=1
+    stop
+  fi
+  bin=$(bash "$K8S_SRC/../../scripts/build-go-tool.sh" registry)
+  local before after
+  before=$(du -sm "$DIR/data" | cut -f1)
+  OTEL_TRACES_EXPORTER=none "$bin" garbage-collect --delete-untagged "$CONFIG" >>"$LOG" 2>&1 ||
+    fail "garbage-collect failed; log: $LOG"
+  after=$(du -sm "$DIR/data" | cut -f1)
+  say "garbage collected: ${before} MB -> ${after} MB"
+  [ "$was_up" = 0 ] || start >/dev/null
+}
+
 case ${1:-} in
+  gc) gc ;;
   start) start ;;
   stop) stop ;;
   status)
@@ -141,7 +165,7 @@ case ${1:-} in
     ;;
   addr) echo "$REGISTRY_ADDR" ;;
   *)
-    echo "usage: $0 start|stop|status|addr" >&2
+    echo "usage: $0 start|stop|status|addr|gc" >&2
     exit 2
     ;;
 esac
