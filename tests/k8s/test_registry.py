@@ -74,6 +74,46 @@ def delete_repository_tag(addr: str, repository: str, tag: str) -> None:
         httpx.delete(f"http://{addr}/v2/{repository}/manifests/{digest}")
 
 
+def run_agent_pod(
+    kubectl: list[str], namespace: str, registry: str, repository: str, tag: str, digest: str
+) -> None:
+    """Run `workflow-agent version` in a pod from registry/repository:tag with imagePullPolicy
+    Always; check its output, its imageID and that containerd fetched the tag from the registry."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "agent", "namespace": namespace},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "agent",
+                    "image": f"{registry}/{repository}:{tag}",
+                    "imagePullPolicy": "Always",
+                    "command": ["workflow-agent", "version"],
+                    "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True},
+                }
+            ],
+        },
+    }
+    run(*kubectl, "apply", "-f", "-", input=json.dumps(pod))
+    succeeded = "--for=jsonpath={.status.phase}=Succeeded"
+    run(*kubectl, "-n", namespace, "wait", "pod/agent", succeeded, f"--timeout={WAIT}s")
+    logs = run(*kubectl, "-n", namespace, "logs", "agent").stdout
+    assert logs.startswith(f"workflow-agent {agent_version()} ")
+    status = json.loads(run(*kubectl, "-n", namespace, "get", "pod", "agent", "-o", "json").stdout)
+    # The content's digest (the CRI names it by the first repository containerd knew it from).
+    assert status["status"]["containerStatuses"][0]["imageID"].endswith(f"@{digest}")
+    pulls = [
+        line
+        for line in REGISTRY_LOG.read_text().splitlines()
+        if f"http.request.uri=/v2/{repository}/manifests/{tag}" in line
+        and 'http.request.useragent="containerd/' in line
+        and "http.response.status=200" in line
+    ]
+    assert pulls, f"containerd never fetched {repository}:{tag} from the registry"
+
+
 @pytest.fixture(scope="module")
 def registry() -> str:
     if docker("info", check=False).returncode != 0:
@@ -193,45 +233,7 @@ def test_the_cluster_pulls_the_agent_image_from_the_registry(registry, pushed, k
         docker("push", "-q", ref)
         digest = manifest_digest(registry, repository, tag)
         assert digest
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "agent", "namespace": namespace},
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "agent",
-                        "image": ref,
-                        "imagePullPolicy": "Always",
-                        "command": ["workflow-agent", "version"],
-                        "securityContext": {
-                            "allowPrivilegeEscalation": False,
-                            "runAsNonRoot": True,
-                        },
-                    }
-                ],
-            },
-        }
-        run(*kubectl, "apply", "-f", "-", input=json.dumps(pod))
-        succeeded = "--for=jsonpath={.status.phase}=Succeeded"
-        run(*kubectl, "-n", namespace, "wait", "pod/agent", succeeded, f"--timeout={WAIT}s")
-        assert run(*kubectl, "-n", namespace, "logs", "agent").stdout.startswith(
-            f"workflow-agent {agent_version()} "
-        )
-        status = json.loads(
-            run(*kubectl, "-n", namespace, "get", "pod", "agent", "-o", "json").stdout
-        )
-        # The content's digest (the CRI names it by the first repository containerd knew it from).
-        assert status["status"]["containerStatuses"][0]["imageID"].endswith(f"@{digest}")
-        pulls = [
-            line
-            for line in REGISTRY_LOG.read_text().splitlines()
-            if f"http.request.uri=/v2/{repository}/manifests/{tag}" in line
-            and 'http.request.useragent="containerd/' in line
-            and "http.response.status=200" in line
-        ]
-        assert pulls, f"containerd never fetched {repository}:{tag} from the registry"
+        run_agent_pod(kubectl, namespace, registry, repository, tag, digest)
     finally:
         docker("rmi", ref, check=False)
         delete_repository_tag(registry, repository, tag)
@@ -317,14 +319,15 @@ def remove_build_stages(since: float) -> None:
 
 
 def test_the_image_playbook_builds_and_pushes_from_the_installed_collection(
-    registry, installed_collection, package_index, tmp_path
+    registry, installed_collection, package_index, kubectl, namespace, tmp_path
 ):
     """The user's route: only the installed collection, its Containerfile and pinned
-    dependencies. The image lands in the registry under the agent's version, runs the agent,
-    never took the agent from the index; a second run changes nothing."""
+    dependencies. The image lands in the registry under the agent's version, the test cluster
+    pulls it and runs the agent from it, the agent never came from the index; a second run
+    changes nothing."""
     url, served = package_index
     version = agent_version()
-    repository = f"wfa-reg-{secrets.token_hex(3)}/workflow-agent"
+    repository = f"{namespace}/workflow-agent"
     ref = f"{registry}/{repository}:{version}"
     variables = {
         "workflow_agent_image_repository": f"{registry}/{repository}",
@@ -349,8 +352,7 @@ def test_the_image_playbook_builds_and_pushes_from_the_installed_collection(
             if action.startswith("Built image")
         ]
         assert built and str(installed_collection) in built[0], built
-        out = docker("run", "--rm", ref, "workflow-agent", "version").stdout
-        assert out.startswith(f"workflow-agent {version} ")
+        run_agent_pod(kubectl, namespace, registry, repository, version, digest)
         # Only the dependencies came from the index; the agent was built from the collection.
         assert "/simple/pydantic/" in served
         assert not [p for p in served if "workflow-agent" in p or "workflow_agent" in p], served
