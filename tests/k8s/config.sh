@@ -5,7 +5,15 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-cat >"$K8S_DIR/cni/net.d/10-$CNI_NET.conflist" <<EOF
+# up.sh runs this on a running cluster too: a file is replaced (atomically) only when its content
+# changes: containerd watches the CNI directory, and reloading a half-written conflist would
+# report the pod network not ready (and the node NotReady).
+put() { # file; content on stdin
+  cat >"$1.new"
+  if cmp -s "$1.new" "$1"; then rm "$1.new"; else mv "$1.new" "$1"; fi
+}
+
+put "$K8S_DIR/cni/net.d/10-$CNI_NET.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "$CNI_NET",
@@ -22,7 +30,7 @@ cat >"$K8S_DIR/cni/net.d/10-$CNI_NET.conflist" <<EOF
   ]
 }
 EOF
-cat >"$K8S_DIR/containerd/config.toml" <<EOF
+put "$K8S_DIR/containerd/config.toml" <<EOF
 # Private containerd for the kubelet; dockerd keeps its own. See tests/k8s/README.md.
 version = 2
 root = "$K8S_DIR/containerd/root"
@@ -59,13 +67,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 EOF
 # The suite's registry (registry.sh) speaks plain HTTP, where containerd 1.6 would try HTTPS.
 mkdir -p "$K8S_DIR/containerd/certs.d/$REGISTRY_ADDR"
-cat >"$K8S_DIR/containerd/certs.d/$REGISTRY_ADDR/hosts.toml" <<EOF
+put "$K8S_DIR/containerd/certs.d/$REGISTRY_ADDR/hosts.toml" <<EOF
 server = "http://$REGISTRY_ADDR"
 [host."http://$REGISTRY_ADDR"]
   capabilities = ["pull", "resolve"]
 EOF
 
-cat >"$K8S_DIR/kubelet/config.yaml" <<EOF
+put "$K8S_DIR/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
@@ -95,7 +103,7 @@ imageGCHighThresholdPercent: 98
 imageGCLowThresholdPercent: 95
 EOF
 
-cat >"$K8S_DIR/kube-proxy.yaml" <<EOF
+put "$K8S_DIR/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $K8S_DIR/kube-proxy.kubeconfig}
