@@ -112,7 +112,9 @@ if [ -d "$K8S_DIR/run" ]; then
     finish
     exit 0
   fi
-  log "a stale or partial cluster is in $K8S_DIR: removing it first"
+  stopped=$(for c in $COMPONENTS; do running "$c" || printf ' %s' "$c"; done)
+  log "a stale or partial cluster is in $K8S_DIR (not running:${stopped:- none, but the node is" \
+    "not Ready}): removing it first"
   bash "$K8S_SRC/down.sh"
 fi
 
