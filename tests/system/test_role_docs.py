@@ -103,7 +103,8 @@ def test_platforms_are_one_list():
 
 def config_task() -> dict:
     tasks = yaml.safe_load((ROLE / "tasks" / "present.yml").read_text())
-    [task] = [t for t in tasks if "selfhosted.workflow_agent.agent_config" in t]
+    # The task that writes them; the one that only works them out (tags) shares its arguments.
+    [task] = [t for t in tasks if t["name"].startswith("Write each instance's config")]
     return task["selfhosted.workflow_agent.agent_config"]
 
 
