@@ -1,37 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: selfhosted.workflow_agent contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the agent_k8s role reads back from a cluster: stale optional objects, and why agent
-pods are not ready. Pure functions with no Ansible imports (the ``k8s_stale_objects`` and
-``k8s_pod_problems`` filters are their faces).
+"""What the agent_k8s role reads back from a cluster: why agent pods are not ready. A pure
+function with no Ansible imports (the ``k8s_pod_problems`` filter is its face).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
-
-
-def stale_objects(before, annotation, made, kinds, keep_secret=False):
-    """``[namespace, kind]`` of the optional objects made before and switched off now.
-
-    ``before``: the registered results of reading each namespace's Deployment (each with its
-    ``item``, the namespace, and ``resources``); the Deployment lists the optional kinds it was
-    applied with in its ``annotation``. ``made``: the kinds this run makes; ``kinds``: the known
-    ones. ``keep_secret``: the token Secret is now one the user manages under the role's name,
-    so it is never deleted.
-    """
-    out = []
-    for result in before:
-        resources = result.get("resources") or []
-        if not resources:
-            continue
-        annotations = (resources[0].get("metadata") or {}).get("annotations") or {}
-        for kind in (annotations.get(annotation) or "").split(","):
-            if not kind or kind in made or kind not in kinds or (kind == "Secret" and keep_secret):
-                continue
-            if [result["item"], kind] not in out:
-                out.append([result["item"], kind])
-    return out
 
 
 def _container_problem(status):

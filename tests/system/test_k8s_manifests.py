@@ -1,17 +1,21 @@
-"""Role agent_k8s without a cluster: its manifests, rendered by real ansible-playbook through the
-role's `render` entry point (the same templates `main` applies), validated against the
-Kubernetes schemas with `kubernetes-validate --strict`, and checked for what they must say.
+"""Role agent_k8s without a cluster: what the role hands the workflow-agent chart, through its
+`render` entry point (real ansible-playbook, the real Helm CLI's `helm template` of the chart
+shipped in the collection, the same values `main` installs).
 
-One playbook renders every case (block/rescue collects the expected failures), so the whole
-module costs one ansible-playbook run. The ScaledObject and ServiceMonitor kinds come from
-CRDs kubernetes-validate has no schema for; they are checked field by field instead.
+The chart's own manifests are tested by tests/chart/. These tests are about the role: the
+values it works out per namespace (replicas from the pool planner, its variables mapped onto
+the chart's), the Namespaces and Secrets it makes itself, the render entry point's outputs (the
+fact, 0644 and 0600 files), the token and proxy credentials never in Ansible's output, and bad
+variables failing with one message each before anything is written.
+
+One playbook renders every case (block/rescue collects the expected failures), so the module
+costs one ansible-playbook run (and one more with -vvv --diff for the output check).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import stat
 import subprocess
@@ -27,7 +31,7 @@ TOKEN = "pul-" + "5a" * 20
 CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 PROXY_PASSWORD = "s3cret-proxy-pw"  # noqa: S105 - a test value, checked to appear nowhere
 PROXY = f"http://agent:{PROXY_PASSWORD}@proxy.example:3128"
-CRD_KINDS = {"ScaledObject", "ServiceMonitor"}
+IMAGE = "registry.example.com:5000/team/workflow-agent"
 NOTE_ERROR = "{{ errors | default({}) | combine({'CASE': ansible_failed_result.msg}) }}"
 
 
@@ -43,6 +47,7 @@ def kube_version() -> str:
 BASE = {
     "workflow_agent_k8s_token": "{{ pool_token }}",
     "workflow_agent_k8s_service_url": "http://10.96.0.10:8080/",
+    "workflow_agent_k8s_image": IMAGE + ":1.2.3",
 }
 CASES = {
     "default": {
@@ -60,9 +65,12 @@ CASES = {
             "eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/jobs"
         },
         "workflow_agent_k8s_worker_image_pull_secrets": ["jobs-registry"],
+        "workflow_agent_k8s_namespace_labels": {"pod-security.kubernetes.io/enforce": "restricted"},
+        "workflow_agent_k8s_chart_values": {"networkPolicy": {"enabled": True}},
     },
     "existing": {
         "workflow_agent_k8s_existing_secret": "my-token",
+        "workflow_agent_k8s_image": IMAGE,  # no tag: the chart's appVersion
         "workflow_agent_k8s_namespaces": [{"name": "ns-c", "replicas": 3}, "ns-d"],
         "workflow_agent_k8s_create_namespaces": False,
         "workflow_agent_k8s_pdb_max_unavailable": None,
@@ -127,7 +135,11 @@ BAD = {
     # Seconds without a unit: the agent's drain_timeout form is a Go duration, as in the agent role.
     "bare_drain_timeout": {**CASES["zero"], "workflow_agent_k8s_drain_timeout": 300},
     "both_credentials": {**CASES["zero"], "workflow_agent_k8s_existing_secret": "my-token"},
-    "no_credentials": {"workflow_agent_k8s_namespaces": ["ns-a"]},
+    "no_credentials": {
+        "workflow_agent_k8s_namespaces": ["ns-a"],
+        "workflow_agent_k8s_image": IMAGE,
+    },
+    "no_image": {**CASES["zero"], "workflow_agent_k8s_image": None},
     "no_namespaces": {**BASE},
     "duplicate_namespace": {**BASE, "workflow_agent_k8s_namespaces": ["ns-a", "ns-a"]},
     "bad_namespace": {**BASE, "workflow_agent_k8s_namespaces": ["Not_A_Label"]},
@@ -140,36 +152,74 @@ BAD = {
         "workflow_agent_k8s_pool_target": 3,
     },
     "hpa_without_max": {**CASES["zero"], "workflow_agent_k8s_autoscaling": "hpa"},
+    # The chart's schema knows the names it sets: the role passes its message on.
     "managed_env": {**CASES["zero"], "workflow_agent_k8s_env": {"PULUMI_AGENT_TOKEN": "x"}},
     "bad_choice": {**CASES["zero"], "workflow_agent_k8s_autoscaling": "vpa"},
+    "chart_values_taken": {
+        **CASES["zero"],
+        "workflow_agent_k8s_chart_values": {"token": "pul-sneaky", "replicas": 3},
+    },
+    "chart_values_bad": {
+        **CASES["zero"],
+        "workflow_agent_k8s_chart_values": {"networkPolicy": {"enabled": "yes"}},
+    },
+    "no_helm": {**CASES["zero"], "workflow_agent_k8s_helm_binary": "/nonexistent/helm"},
 }
 
 
-def render_task(case: str, variables: dict, out: Path) -> dict:
+@pytest.fixture(scope="module")
+def helm() -> str:
+    """The real Helm CLI (scripts/build-go-tool.sh: v3.22.0 from its module, cached)."""
+    proc = subprocess.run(
+        ["bash", str(REPO / "scripts" / "build-go-tool.sh"), "helm"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def render_task(case: str, variables: dict, out: Path, helm: str) -> dict:
     return {
         "name": f"render {case}",
         "ansible.builtin.include_role": {
             "name": "selfhosted.workflow_agent.agent_k8s",
             "tasks_from": "render",
         },
-        "vars": {**variables, "workflow_agent_k8s_render_dir": str(out / case)},
+        "vars": {
+            "workflow_agent_k8s_helm_binary": helm,
+            **variables,
+            "workflow_agent_k8s_render_dir": str(out / case),
+        },
     }
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
+def rendered(tmp_path_factory, helm):
     base = tmp_path_factory.mktemp("agent_k8s")
     out = base / "out"
     tasks: list[dict] = []
     for case in CASES:
         (out / case).mkdir(parents=True)
-        tasks.append(render_task(case, CASES[case], out))
+        tasks.append(render_task(case, CASES[case], out, helm))
+        tasks.append(
+            {
+                "name": f"keep the fact of {case}",
+                "ansible.builtin.copy": {
+                    "dest": str(base / f"{case}-fact.json"),
+                    "content": "{{ workflow_agent_k8s_manifests | to_json }}",
+                    "mode": "0600",
+                },
+            }
+        )
     for case, variables in BAD.items():
         (out / case).mkdir(parents=True)
         tasks.append(
             {
                 "name": f"bad {case}",
-                "block": [render_task(case, variables, out)],
+                "block": [render_task(case, variables, out, helm)],
                 "rescue": [
                     {
                         "name": f"note {case}",
@@ -190,7 +240,7 @@ def rendered(tmp_path_factory):
     )
     run = run_play(base / "play", tasks, variables={"pool_token": TOKEN})
     assert run.rc == 0, run.output[-4000:]
-    docs = {}
+    docs, facts = {}, {}
     for case in CASES:
         docs[case] = [
             doc
@@ -199,8 +249,10 @@ def rendered(tmp_path_factory):
             for doc in yaml.safe_load_all(path.read_text())
             if doc
         ]
+        facts[case] = json.loads((base / f"{case}-fact.json").read_text())
     return {
         "docs": docs,
+        "facts": facts,
         "out": out,
         "output": run.output,
         "errors": json.loads((base / "errors.json").read_text()),
@@ -225,47 +277,43 @@ def env_of(deployment: dict) -> dict:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in env}
 
 
-# --- schemas --------------------------------------------------------------------------------
+def pod_of(deployment: dict) -> dict:
+    return deployment["spec"]["template"]["spec"]
+
+
+# --- the render entry point's outputs ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_fact_and_the_files_hold_the_same_manifests(rendered, case):
+    """workflow_agent_k8s_manifests is what <namespace>.yaml holds: the role's Namespaces and
+    the chart's objects (no Secret, no helm test hook), each in its namespace."""
+    fact, docs = rendered["facts"][case], rendered["docs"][case]
+    key = lambda d: (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])  # noqa: E731
+    assert sorted(map(key, fact)) == sorted(map(key, docs))
+    assert not find(docs, "Secret")
+    for doc in docs:
+        annotations = doc["metadata"].get("annotations") or {}
+        assert "helm.sh/hook" not in annotations, doc["metadata"]["name"]
+        if doc["kind"] != "Namespace":
+            assert doc["metadata"]["namespace"], doc["metadata"]["name"]
+    for path in (rendered["out"] / case).glob("*.yaml"):
+        mode = 0o600 if path.name.endswith("-secret.yaml") else 0o644
+        assert stat.S_IMODE(path.stat().st_mode) == mode, path.name
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_manifest_passes_strict_schema_validation(rendered, case):
-    files = sorted(str(p) for p in (rendered["out"] / case).glob("*.yaml"))
-    assert files
-    docs = [d for f in files for d in yaml.safe_load_all(Path(f).read_text()) if d]
-    builtin = [d for d in docs if d["kind"] not in CRD_KINDS]
-    assert builtin
-    # The CLI, as a user would run it; files with a CRD kind go through the Python API below.
-    plain = [f for f in files if not any(k in Path(f).read_text() for k in CRD_KINDS)]
-    if plain:
-        proc = subprocess.run(
-            [str(BIN / "kubernetes-validate"), "--strict", "-k", kube_version(), *plain],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "ERROR" not in proc.stdout + proc.stderr
     import kubernetes_validate
 
+    crd_kinds = {"ScaledObject", "ServiceMonitor"}  # no schema in kubernetes-validate
+    builtin = [d for d in rendered["docs"][case] if d["kind"] not in crd_kinds]
+    assert builtin
     for doc in builtin:
         kubernetes_validate.validate(doc, kube_version(), strict=True)
 
 
-def test_strict_validation_would_catch_a_mistake(rendered):
-    """The validator is not a rubber stamp: a typo in a rendered Deployment fails it."""
-    import kubernetes_validate
-
-    deployment = json.loads(json.dumps(one(rendered["docs"]["default"], "Deployment", "ns-a")))
-    deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["paht"] = (
-        "/readyz"
-    )
-    with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(deployment, kube_version(), strict=True)
-
-
-# --- what the default case says ---------------------------------------------------------------
+# --- the values the role works out ------------------------------------------------------------
 
 
 def test_objects_per_namespace_and_replicas_from_the_pool_planner(rendered):
@@ -276,6 +324,7 @@ def test_objects_per_namespace_and_replicas_from_the_pool_planner(rendered):
             [
                 "ConfigMap",
                 "Deployment",
+                "NetworkPolicy",  # from workflow_agent_k8s_chart_values
                 "PodDisruptionBudget",
                 "Role",
                 "RoleBinding",
@@ -284,7 +333,13 @@ def test_objects_per_namespace_and_replicas_from_the_pool_planner(rendered):
                 "ServiceAccount",
             ]
         )
-    assert sorted(d["metadata"]["name"] for d in find(docs, "Namespace")) == ["ns-a", "ns-b"]
+    # The role's Namespaces, with its Pod Security labels (the chart makes none).
+    namespaces = find(docs, "Namespace")
+    assert sorted(d["metadata"]["name"] for d in namespaces) == ["ns-a", "ns-b"]
+    for namespace in namespaces:
+        assert namespace["metadata"]["labels"] == {
+            "pod-security.kubernetes.io/enforce": "restricted"
+        }
     # Target 6 over weights 1 and 2, the same planner as for hosts.
     assert one(docs, "Deployment", "ns-a")["spec"]["replicas"] == 2
     assert one(docs, "Deployment", "ns-b")["spec"]["replicas"] == 4
@@ -292,84 +347,34 @@ def test_objects_per_namespace_and_replicas_from_the_pool_planner(rendered):
     assert one(rendered["docs"]["plan"], "Deployment")["spec"]["replicas"] == 2
 
 
-def kubernetes_target_rbac() -> dict[str, set[str]]:
-    """The verbs the kubernetes target's docstring lists (its RBAC contract), by resource."""
-    from workflow_agent.targets import kubernetes as target
-
-    doc = target.__doc__
-    section = doc[doc.index("**RBAC**") :]
-    rules = {}
-    for resource, verbs in re.findall(r"^\s{4}([a-z/]+):\s+([a-z]+(?:, [a-z]+)*)", section, re.M):
-        rules[resource] = set(verbs.split(", "))
-    assert rules, "no RBAC list found in the kubernetes target's docstring"
-    return rules
-
-
-def test_role_grants_exactly_what_the_kubernetes_target_uses(rendered):
-    role = one(rendered["docs"]["default"], "Role", "ns-a")
-    granted: dict[str, set[str]] = {}
-    for rule in role["rules"]:
-        assert rule["apiGroups"] == [""]
-        assert "resourceNames" not in rule
-        for resource in rule["resources"]:
-            granted.setdefault(resource, set()).update(rule["verbs"])
-    assert granted == kubernetes_target_rbac()
-    assert "*" not in {v for verbs in granted.values() for v in verbs}
-    binding = one(rendered["docs"]["default"], "RoleBinding", "ns-a")
-    assert binding["roleRef"] == {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": "Role",
-        "name": "workflow-agent",
-    }
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": "workflow-agent", "namespace": "ns-a"}
-    ]
-    assert not find(rendered["docs"]["default"], "ClusterRole")
-
-
-def test_deployment_pod_spec(rendered):
+def test_the_role_variables_reach_the_pods(rendered):
     deployment = one(rendered["docs"]["default"], "Deployment", "ns-b")
-    pod = deployment["spec"]["template"]["spec"]
+    pod = pod_of(deployment)
     [container] = pod["containers"]
-    # Graceful stop: Kubernetes waits at least the agent's drain timeout (default 300 s).
+    assert container["image"] == IMAGE + ":1.2.3"
+    # Graceful stop: Kubernetes waits the agent's drain timeout (default 5m) and the margin.
     assert pod["terminationGracePeriodSeconds"] == 330
-    assert pod["serviceAccountName"] == "workflow-agent"
-    assert pod["securityContext"] == {
-        "runAsNonRoot": True,
-        "runAsUser": 10001,
-        "runAsGroup": 10001,
-        "fsGroup": 10001,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-    assert container["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "capabilities": {"drop": ["ALL"]},
-    }
-    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
-    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
-    assert container["resources"]["requests"] == {"cpu": "100m", "memory": "128Mi"}
-    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
-    assert (
-        deployment["spec"]["selector"]["matchLabels"].items()
-        <= deployment["spec"]["template"]["metadata"]["labels"].items()
-    )
     env = env_of(deployment)
-    assert env["WORKFLOW_AGENT_INSTANCE"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    # The token from the Secret the role applies, never a value.
     assert env["PULUMI_AGENT_TOKEN"] == {
         "secretKeyRef": {"name": "workflow-agent-token", "key": "PULUMI_AGENT_TOKEN"}
     }
-    assert env["PULUMI_AGENT_CONFIG"] == "/etc/workflow-agent/pulumi-workflow-agent.yaml"
-    assert env["PULUMI_AGENT_SERVICE_ACCOUNT_NAME"] == "workflow-agent-worker"
     assert env["PULUMI_AGENT_NUM_CPUS"] == "500m"
     assert env["PULUMI_AGENT_MEM_QUANTITY"] == "1Gi"
-    for name in ("HTTPS_PROXY", "https_proxy"):  # credentials: from a Secret, never a value
-        assert env[name] == {"secretKeyRef": {"name": "workflow-agent-proxy", "key": name}}
+    for name in ("HTTPS_PROXY", "https_proxy"):  # credentials: from the role's Secret
+        assert env[name]["secretKeyRef"]["name"] == "workflow-agent-proxy"
+        assert env[name]["secretKeyRef"]["key"] == "HTTPS_PROXY"
     assert env["NO_PROXY"].split(",")[:2] == ["example.com", "$(KUBERNETES_SERVICE_HOST)"]
-    assert "HTTP_PROXY" not in env
     assert env["EXTRA"] == "1"
+    [worker_sa] = [
+        d
+        for d in find(rendered["docs"]["default"], "ServiceAccount", "ns-a")
+        if d["metadata"]["name"] == "workflow-agent-worker"
+    ]
+    assert worker_sa["metadata"]["annotations"] == {
+        "eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/jobs"
+    }
+    assert worker_sa["imagePullSecrets"] == [{"name": "jobs-registry"}]
 
 
 def test_configmap_holds_a_config_the_agent_accepts_and_no_secret(rendered, tmp_path):
@@ -388,6 +393,7 @@ def test_configmap_holds_a_config_the_agent_accepts_and_no_secret(rendered, tmp_
         "ca_bundle": "/etc/workflow-agent/ca-bundle.pem",
     }
     assert data["ca-bundle.pem"] == CA
+    assert json.loads(data["worker-pod.json"])["spec"] == {"nodeSelector": {"pool": "jobs"}}
     # The agent's own check accepts it, with the token from the environment as in the pod.
     path = tmp_path / "pulumi-workflow-agent.yaml"
     path.write_text(data["pulumi-workflow-agent.yaml"])
@@ -403,137 +409,18 @@ def test_configmap_holds_a_config_the_agent_accepts_and_no_secret(rendered, tmp_
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["deploy_target"] == "kubernetes"
-    # Nothing but the Secret carries the token, in any form.
-    for doc in docs:
-        text = json.dumps(doc)
-        assert TOKEN not in text
-        assert TOKEN.encode().hex() not in text
 
 
-def test_worker_pod_patch_is_what_the_kubernetes_target_loads(rendered, tmp_path):
-    """worker-pod.json goes through the target's own loader and pod renderer."""
-    from workflow_agent.targets import _k8spod
-    from workflow_agent.targets.base import JobSpec
-
-    data = one(rendered["docs"]["default"], "ConfigMap", "ns-b")["data"]
-    path = tmp_path / "worker-pod.json"
-    path.write_text(data["worker-pod.json"])
-    deployment = one(rendered["docs"]["default"], "Deployment", "ns-b")
-    env = {k: v for k, v in env_of(deployment).items() if isinstance(v, str)}
-    env["WORKFLOW_AGENT_WORKER_POD_PATCH"] = str(path)
-    settings = _k8spod.Settings.from_env(env)
-    pod = _k8spod.render_pod(
-        JobSpec(job_id="job-1", run_id="run-1", image="job:1"),
-        "agent-pod-1",
-        settings,
-        pull_image=False,
-        grace=30,
-    )
-    assert pod["spec"]["nodeSelector"] == {"pool": "jobs"}
-    assert pod["spec"]["serviceAccountName"] == "workflow-agent-worker"
-    assert pod["metadata"]["labels"]["app.kubernetes.io/instance"] == "workflow-agent"
-    assert pod["spec"]["containers"][0]["resources"] == {
-        "requests": {"cpu": "500m", "memory": "1Gi"}
-    }
-
-
-def test_worker_service_account(rendered):
-    [agent_sa, worker_sa] = sorted(
-        find(rendered["docs"]["default"], "ServiceAccount", "ns-a"),
-        key=lambda d: d["metadata"]["name"],
-    )
-    assert agent_sa["metadata"]["name"] == "workflow-agent"
-    assert agent_sa["automountServiceAccountToken"] is True
-    assert worker_sa["metadata"]["name"] == "workflow-agent-worker"
-    assert worker_sa["automountServiceAccountToken"] is False
-    assert worker_sa["metadata"]["annotations"] == {
-        "eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/jobs"
-    }
-    assert worker_sa["imagePullSecrets"] == [{"name": "jobs-registry"}]
-
-
-def test_service_and_disruption_budget(rendered):
-    docs = rendered["docs"]["default"]
-    service = one(docs, "Service", "ns-a")
-    assert service["metadata"]["annotations"] == {
-        "prometheus.io/scrape": "true",
-        "prometheus.io/port": "8080",
-        "prometheus.io/path": "/metrics",
-    }
-    selector = one(docs, "Deployment", "ns-a")["spec"]["selector"]["matchLabels"]
-    assert service["spec"]["selector"] == selector
-    pdb = one(docs, "PodDisruptionBudget", "ns-a")
-    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": selector}}
-
-
-def test_token_only_in_a_0600_secret_file_and_never_in_ansible_output(rendered):
-    assert TOKEN not in rendered["output"]
-    for ns in ("ns-a", "ns-b"):
-        path = rendered["out"] / "default" / f"{ns}-secret.yaml"
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600
-        secrets = {d["metadata"]["name"]: d for d in yaml.safe_load_all(path.read_text()) if d}
-        assert sorted(secrets) == ["workflow-agent-proxy", "workflow-agent-token"]
-        secret = secrets["workflow-agent-token"]
-        assert secret["kind"] == "Secret"
-        assert secret["metadata"]["namespace"] == ns
-        assert base64.b64decode(secret["data"]["PULUMI_AGENT_TOKEN"]).decode() == TOKEN
-        assert stat.S_IMODE((rendered["out"] / "default" / f"{ns}.yaml").stat().st_mode) == 0o644
-    deployment = one(rendered["docs"]["default"], "Deployment", "ns-a")
-    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
-    assert re.fullmatch(r"[0-9a-f]{16}", annotations["workflow-agent/token-hash"])
-
-
-def test_proxy_credentials_only_in_the_0600_proxy_secret(rendered):
-    assert PROXY_PASSWORD not in rendered["output"]
-    for doc in rendered["docs"]["default"]:  # every manifest but the Secrets
-        assert PROXY_PASSWORD not in json.dumps(doc)
-    path = rendered["out"] / "default" / "ns-a-secret.yaml"
-    [proxy] = [
-        d for d in yaml.safe_load_all(path.read_text()) if d and "proxy" in d["metadata"]["name"]
-    ]
-    data = {k: base64.b64decode(v).decode() for k, v in proxy["data"].items()}
-    assert data == {"HTTPS_PROXY": PROXY, "https_proxy": PROXY}  # NO_PROXY holds no secret
-    deployment = one(rendered["docs"]["default"], "Deployment", "ns-a")
-    # Switching the proxy off later deletes the Secret the role made (like the other optional
-    # objects: the Deployment lists them).
-    optional = deployment["metadata"]["annotations"]["workflow-agent/optional-objects"]
-    assert "ProxySecret" in optional.split(",")
-
-
-def test_pod_ids_left_to_the_platform(rendered, tmp_path):
-    """workflow_agent_k8s_pod_ids false: neither the agent pods nor the job pods set ids."""
-    from workflow_agent.targets import _k8spod
-    from workflow_agent.targets.base import JobSpec
-
-    docs = rendered["docs"]["openshift"]
-    deployment = one(docs, "Deployment", "ns-o")
-    assert deployment["spec"]["template"]["spec"]["securityContext"] == {
+def test_pod_ids_left_to_the_platform(rendered):
+    pod = pod_of(one(rendered["docs"]["openshift"], "Deployment", "ns-o"))
+    assert pod["securityContext"] == {
         "runAsNonRoot": True,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    path = tmp_path / "worker-pod.json"
-    path.write_text(one(docs, "ConfigMap", "ns-o")["data"]["worker-pod.json"])
-    env = {k: v for k, v in env_of(deployment).items() if isinstance(v, str)}
-    env["WORKFLOW_AGENT_WORKER_POD_PATCH"] = str(path)
-    pod = _k8spod.render_pod(
-        JobSpec(job_id="job-1", run_id="run-1", image="job:1"),
-        "agent-pod-1",
-        _k8spod.Settings.from_env(env),
-        pull_image=False,
-        grace=30,
-        profile="restricted",  # what OpenShift's restricted-v2 SCC admits
-    )
-    context = pod["spec"]["securityContext"]
-    assert not {"runAsUser", "runAsGroup", "fsGroup"} & set(context), context
-    assert context["runAsNonRoot"] is True
-
-
-# --- the other cases ------------------------------------------------------------------------
 
 
 def test_existing_secret_fixed_replicas_no_namespace_no_pdb(rendered):
     docs = rendered["docs"]["existing"]
-    assert not find(docs, "Secret")
     assert not find(docs, "Namespace")
     assert not find(docs, "PodDisruptionBudget")
     assert not list((rendered["out"] / "existing").glob("*-secret.yaml"))
@@ -544,9 +431,13 @@ def test_existing_secret_fixed_replicas_no_namespace_no_pdb(rendered):
     assert env_of(c)["PULUMI_AGENT_TOKEN"] == {
         "secretKeyRef": {"name": "my-token", "key": "PULUMI_AGENT_TOKEN"}
     }
-    assert env_of(c)["PULUMI_AGENT_SERVICE_ACCOUNT_NAME"] == "pool-two-worker"
-    assert c["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 3630
-    assert c["metadata"]["annotations"]["workflow-agent/optional-objects"] == ""
+    assert pod_of(c)["terminationGracePeriodSeconds"] == 3630
+    # Without a tag: the chart's appVersion, which is the agent's version.
+    version = re.search(
+        r'__version__ = "([^"]+)"', (REPO / "agent/src/workflow_agent/__init__.py").read_text()
+    ).group(1)
+    assert pod_of(c)["containers"][0]["image"] == f"{IMAGE}:{version}"
+    # render cannot read the user's Secret: no digest, so no roll on a rotation.
     assert "workflow-agent/token-hash" not in c["spec"]["template"]["metadata"]["annotations"]
     for doc in docs:
         assert doc["metadata"]["labels"]["app.kubernetes.io/instance"] == "pool-two"
@@ -559,43 +450,75 @@ def test_hpa_owns_the_replicas(rendered):
         hpa = one(docs, "HorizontalPodAutoscaler", ns)
         assert hpa["spec"]["minReplicas"] == 2  # the planned replicas
         assert hpa["spec"]["maxReplicas"] == 5
-        assert hpa["spec"]["scaleTargetRef"] == {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "name": "workflow-agent",
-        }
-    annotation = one(docs, "Deployment", "ns-a")["metadata"]["annotations"]
-    assert annotation["workflow-agent/optional-objects"] == (
-        "HorizontalPodAutoscaler,PodDisruptionBudget,Secret"
-    )
 
 
-def test_keda_scaledobject_and_servicemonitor(rendered):
-    """CRD kinds: no schema in kubernetes-validate, so their fields are checked here."""
+def test_keda_and_the_service_monitor(rendered):
     docs = rendered["docs"]["keda"]
     assert "replicas" not in one(docs, "Deployment")["spec"]
     scaled = one(docs, "ScaledObject")
-    assert scaled["apiVersion"] == "keda.sh/v1alpha1"
-    assert scaled["spec"]["scaleTargetRef"] == {"name": "workflow-agent"}
     assert scaled["spec"]["minReplicaCount"] == 0
     assert scaled["spec"]["maxReplicaCount"] == 8
     assert scaled["spec"]["triggers"][0]["type"] == "prometheus"
-    monitor = one(docs, "ServiceMonitor")
-    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
-    assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics"}]
-    assert monitor["spec"]["selector"]["matchLabels"] == one(docs, "Service")["spec"]["selector"]
-    # Pod annotations for annotation-based pod discovery, on request only.
-    prom = {
-        "prometheus.io/scrape": "true",
-        "prometheus.io/port": "8080",
-        "prometheus.io/path": "/metrics",
-    }
+    assert one(docs, "ServiceMonitor")["spec"]["endpoints"][0]["path"] == "/metrics"
     pod = one(docs, "Deployment")["spec"]["template"]["metadata"]["annotations"]
-    assert pod.items() >= prom.items()
-    default_pod = one(rendered["docs"]["default"], "Deployment", "ns-a")["spec"]["template"][
+    assert pod["prometheus.io/scrape"] == "true"
+
+
+# --- secrets ------------------------------------------------------------------------------
+
+
+def test_token_only_in_the_0600_secret_file(rendered):
+    for ns in ("ns-a", "ns-b"):
+        path = rendered["out"] / "default" / f"{ns}-secret.yaml"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        secrets = {d["metadata"]["name"]: d for d in yaml.safe_load_all(path.read_text()) if d}
+        assert sorted(secrets) == ["workflow-agent-proxy", "workflow-agent-token"]
+        token = secrets["workflow-agent-token"]
+        assert token["metadata"]["namespace"] == ns
+        # The role's own label: state=absent and a switched-off setting find them by it.
+        assert token["metadata"]["labels"]["app.kubernetes.io/managed-by"] == (
+            "selfhosted.workflow_agent"
+        )
+        assert base64.b64decode(token["data"]["PULUMI_AGENT_TOKEN"]).decode() == TOKEN
+        proxy = {
+            k: base64.b64decode(v).decode()
+            for k, v in secrets["workflow-agent-proxy"]["data"].items()
+        }
+        assert proxy == {"HTTPS_PROXY": PROXY}  # NO_PROXY holds no secret
+    for case in CASES:
+        for doc in rendered["docs"][case] + rendered["facts"][case]:
+            text = json.dumps(doc)
+            for secret in (TOKEN, PROXY_PASSWORD):
+                assert secret not in text
+                assert base64.b64encode(secret.encode()).decode() not in text
+    # The pods roll when the token changes: they carry a digest of it, which the role passes.
+    annotations = one(rendered["docs"]["default"], "Deployment", "ns-a")["spec"]["template"][
         "metadata"
-    ]
-    assert not set(prom) & set(default_pod["annotations"])
+    ]["annotations"]
+    assert re.fullmatch(r"[0-9a-f]{16}", annotations["workflow-agent/token-hash"])
+
+
+def test_no_secret_in_ansible_output(rendered):
+    assert TOKEN not in rendered["output"]
+    assert PROXY_PASSWORD not in rendered["output"]
+
+
+def test_no_secret_in_verbose_diff_output(tmp_path, helm):
+    """-vvv --diff shows every module's arguments and results, helm_template's values too."""
+    out = tmp_path / "out"
+    (out / "default").mkdir(parents=True)
+    run = run_play(
+        tmp_path / "play",
+        [render_task("default", CASES["default"], out, helm)],
+        variables={"pool_token": TOKEN},
+        diff=True,
+        verbose=3,
+    )
+    assert run.rc == 0, run.output[-4000:]
+    assert "existingSecretChecksum" in run.output  # the values are shown: the check can fail
+    for secret in (TOKEN, PROXY_PASSWORD):
+        assert secret not in run.output
+        assert base64.b64encode(secret.encode()).decode() not in run.output
 
 
 # --- bad input: one clear message each --------------------------------------------------------
@@ -609,6 +532,7 @@ def test_keda_scaledobject_and_servicemonitor(rendered):
         ("bare_drain_timeout", r"config\.drain_timeout: 300 is not a duration: add a unit"),
         ("both_credentials", r"exactly one of workflow_agent_k8s_token .* and .*_existing_secret"),
         ("no_credentials", r"Set exactly one of workflow_agent_k8s_token"),
+        ("no_image", r"^workflow_agent_k8s_image is required: the agent image in a registry"),
         ("no_namespaces", r"^workflow_agent_k8s_namespaces must list at least one namespace$"),
         ("duplicate_namespace", r"^workflow_agent_k8s_namespaces: listed twice: ns-a$"),
         ("bad_namespace", r"^\w+_namespaces: not a lowercase RFC 1123 .*: Not_A_Label$"),
@@ -617,8 +541,11 @@ def test_keda_scaledobject_and_servicemonitor(rendered):
         ("over_cap", r"pool_plan: target 151 is above the cap of 150"),
         ("over_max", r"pool_plan: target 3 is above the hosts' total max of 2"),
         ("hpa_without_max", r"^workflow_agent_k8s_autoscaling=hpa needs \w+_max_replicas$"),
-        ("managed_env", r"^workflow_agent_k8s_env: PULUMI_AGENT_TOKEN is set by the role itself"),
+        ("managed_env", r"ns-b: - at '/env/PULUMI_AGENT_TOKEN': .*sets env.PULUMI_AGENT_TOKEN"),
         ("bad_choice", r"workflow_agent_k8s_autoscaling.*vpa"),
+        ("chart_values_taken", r"^workflow_agent_k8s_chart_values: replicas, token set by the"),
+        ("chart_values_bad", r"refuses the values of .* '/networkPolicy/enabled': got string"),
+        ("no_helm", r"^The Helm CLI is required on localhost .* /nonexistent/helm .*_helm_binary"),
     ],
 )  # fmt: skip
 def test_bad_input_fails_with_a_message_naming_it(rendered, case, pattern):
@@ -627,6 +554,7 @@ def test_bad_input_fails_with_a_message_naming_it(rendered, case, pattern):
     assert re.search(pattern, " ".join(message.split()), re.S), message
     assert "Traceback" not in message
     assert TOKEN not in message
+    assert "pul-sneaky" not in message
     # A failed case writes nothing.
     assert not list((rendered["out"] / case).iterdir())
 
@@ -647,10 +575,12 @@ def test_argument_specs_document_exactly_the_defaults():
         assert spec.get("default") == defaults[name], name
 
 
-def test_the_scenario_and_the_docs_agree_on_the_image():
-    """The role's default image is the one scripts/build-agent-image.sh tags for this version."""
-    version = (REPO / "agent/src/workflow_agent/__init__.py").read_text()
-    version = re.search(r'__version__ = "([^"]+)"', version).group(1)
+def test_no_manifest_template_is_left_in_the_role():
+    """The chart is the one source of the Kubernetes manifests (issue 25)."""
+    assert not (ROLE / "templates").exists()
+    assert not list(ROLE.rglob("*.j2"))
+
+
+def test_the_image_has_no_default_a_cluster_cannot_pull():
     defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
-    assert defaults["workflow_agent_k8s_image"] == f"local/workflow-agent:{version}"
-    assert os.access(REPO / "scripts" / "build-agent-image.sh", os.X_OK)
+    assert defaults["workflow_agent_k8s_image"] is None

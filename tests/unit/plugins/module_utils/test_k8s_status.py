@@ -4,41 +4,7 @@ from __future__ import annotations
 
 from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.k8s_status import (
     pod_problems,
-    stale_objects,
 )
-
-ANNOTATION = "workflow-agent/optional-objects"
-KINDS = {"HorizontalPodAutoscaler": {}, "Secret": {}, "ServiceMonitor": {}}
-
-
-def deployment(ns, listed):
-    meta = {"annotations": {ANNOTATION: listed}} if listed is not None else {}
-    return {"item": ns, "resources": [{"metadata": meta}]}
-
-
-def test_kinds_switched_off_are_stale_per_namespace():
-    before = [
-        deployment("a", "HorizontalPodAutoscaler,Secret,ServiceMonitor"),
-        deployment("b", "ServiceMonitor,,Unknown,ServiceMonitor"),
-        deployment("c", None),  # applied before the annotation existed
-        {"item": "d", "resources": []},  # a new namespace
-    ]
-    assert stale_objects(before, ANNOTATION, ["Secret"], KINDS) == [
-        ["a", "HorizontalPodAutoscaler"],
-        ["a", "ServiceMonitor"],
-        ["b", "ServiceMonitor"],
-    ]
-
-
-def test_the_token_secret_is_kept_when_the_user_now_manages_it():
-    before = [deployment("a", "Secret,HorizontalPodAutoscaler")]
-    assert stale_objects(before, ANNOTATION, [], KINDS, keep_secret=True) == [
-        ["a", "HorizontalPodAutoscaler"]
-    ]
-    assert stale_objects(before, ANNOTATION, [], KINDS) == [
-        ["a", "Secret"],
-        ["a", "HorizontalPodAutoscaler"],
-    ]
 
 
 def pod(name, status, deleting=False):
