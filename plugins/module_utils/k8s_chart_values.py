@@ -77,11 +77,8 @@ def split_image(ref):
 def _leaves(values, path=()):
     """The paths the role sets: dicts are walked, except the ones it sets whole."""
     if isinstance(values, Mapping) and values and path not in _WHOLE:
-        for key, value in values.items():
-            for leaf in _leaves(value, path + (key,)):
-                yield leaf
-    else:
-        yield path
+        return [leaf for key, value in values.items() for leaf in _leaves(value, path + (key,))]
+    return [path]
 
 
 def _merge(base, extra):
