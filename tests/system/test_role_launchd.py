@@ -159,6 +159,14 @@ APPLY = [
     },
     include("service_launchd", "plists"),
     include("state_launchd", "state"),
+    {  # as converge.yml drives them: one instance after the other
+        **include("state_launchd_one", "each"),
+        "loop": "{{ _workflow_agent_present }}",
+        "loop_control": {
+            "loop_var": "_workflow_agent_instance",
+            "index_var": "_workflow_agent_index",
+        },
+    },
 ]
 
 
