@@ -3,35 +3,31 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Validate an agent config with the agent's own schema on the controller, write it via copy.
 
-The schema lives in the agent source vendored in this collection (<collection>/agent/src), the
-one source of truth. pydantic and PyYAML are imported inside run() only, so the collection
-loads (and sanity's import test passes) on a controller without them.
+The schema is the agent source vendored in this collection, loaded by
+module_utils/_agent_schema.py (the one source of truth).
 """
 
 from __future__ import absolute_import, division, print_function
 
 import base64
 import math
-import os
 import re
-import sys
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.hashing import checksum_s
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils import _agent_schema
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils._agent_schema import (
+    MASK,
+    plain,
+)
 
 __metaclass__ = type
-
-# plugins/action/agent_config.py -> the collection root (a git checkout or an installed copy).
-COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-AGENT_SRC = os.path.join(COLLECTION_ROOT, "agent", "src")
-REQUIREMENTS = os.path.join(COLLECTION_ROOT, "requirements.txt")
 
 HEADER = (
     "# Workflow agent configuration, written by Ansible (selfhosted.workflow_agent.agent_config).\n"
     "# Local changes are overwritten on the next run.\n"
 )
-MASK = "***"
 CHANGED_MASK = "*** changed"
 
 ARGUMENT_SPEC = {
@@ -60,55 +56,11 @@ def octal_mode(mode):
 
 
 def load_schema():
-    """Import the vendored agent's config module (and yaml); AnsibleActionFail when impossible."""
-    if not os.path.isfile(os.path.join(AGENT_SRC, "workflow_agent", "config.py")):
-        raise AnsibleActionFail(
-            "agent_config: the agent's config schema is missing from the collection "
-            "(expected %s/workflow_agent/config.py); reinstall the collection" % AGENT_SRC
-        )
+    """The agent's schema and yaml; AnsibleActionFail saying why when they cannot be loaded."""
     try:
-        import pydantic  # noqa: F401 - only to name it when missing
-        import yaml
-    except ImportError as exc:
-        raise AnsibleActionFail(
-            "agent_config: the controller's Python (%s) lacks %s: pip install -r %s"
-            % (sys.executable, getattr(exc, "name", None) or exc, REQUIREMENTS)
-        ) from None
-    # Always the vendored copy: drop a workflow_agent imported from anywhere else.
-    for name in list(sys.modules):
-        if name == "workflow_agent" or name.startswith("workflow_agent."):
-            origin = getattr(sys.modules[name], "__file__", None) or ""
-            if not os.path.abspath(origin).startswith(AGENT_SRC + os.sep):
-                del sys.modules[name]
-    if AGENT_SRC not in sys.path:
-        sys.path.insert(0, AGENT_SRC)
-    try:
-        from workflow_agent import config as schema
-    except ImportError as exc:
-        raise AnsibleActionFail(
-            "agent_config: cannot import the agent's config schema from %s: %s (pip install -r %s)"
-            % (AGENT_SRC, exc, REQUIREMENTS)
-        ) from None
-    return schema, yaml
-
-
-def plain(value):
-    """Plain Python data from whatever the template engine passed (tagged str/dict subclasses)."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, dict):
-        return dict((plain(k), plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
+        return _agent_schema.load()
+    except _agent_schema.SchemaUnavailable as exc:
+        raise AnsibleActionFail("agent_config: %s" % exc) from None
 
 
 def validate(schema, config):

@@ -13,15 +13,23 @@ import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible_collections.selfhosted.workflow_agent.plugins.action.agent_config import (
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils import _agent_schema
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils._agent_schema import (
     MASK,
-    load_schema,
     plain,
 )
 
 __metaclass__ = type
 
 ARGUMENT_SPEC = {"exclude": {"type": "list", "elements": "str", "default": []}}
+
+
+def load_schema():
+    """The agent's schema and yaml; AnsibleActionFail saying why when they cannot be loaded."""
+    try:
+        return _agent_schema.load()
+    except _agent_schema.SchemaUnavailable as exc:
+        raise AnsibleActionFail("upstream_agent_info: %s" % exc) from None
 
 
 def parse_text(schema, text, path):

@@ -17,6 +17,7 @@ import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.playbook.task import Task
 from ansible_collections.selfhosted.workflow_agent.plugins.action import agent_config as plugin
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils import _agent_schema
 
 TOKEN = "pul-0123456789abcdef0123456789abcdef01234567"
 OTHER = "pul-fedcba9876543210fedcba9876543210fedcba98"
@@ -38,8 +39,8 @@ def render(schema, config, reveal=True):
 
 def test_schema_comes_from_the_collections_agent_source(schema):
     mod, _yml = schema
-    assert mod.__file__.startswith(plugin.AGENT_SRC)
-    assert plugin.AGENT_SRC.endswith("/agent/src")
+    assert mod.__file__.startswith(_agent_schema.AGENT_SRC)
+    assert _agent_schema.AGENT_SRC.endswith("/agent/src")
 
 
 def test_missing_pydantic_names_the_requirements_file(monkeypatch):
@@ -47,13 +48,13 @@ def test_missing_pydantic_names_the_requirements_file(monkeypatch):
     with pytest.raises(AnsibleActionFail) as err:
         plugin.load_schema()
     msg = str(err.value)
-    assert "lacks pydantic" in msg
-    assert "pip install -r " + plugin.REQUIREMENTS in msg
-    assert plugin.REQUIREMENTS.endswith("/requirements.txt")
+    assert msg.startswith("agent_config: ") and "lacks pydantic" in msg
+    assert "pip install -r " + _agent_schema.REQUIREMENTS in msg
+    assert _agent_schema.REQUIREMENTS.endswith("/requirements.txt")
 
 
 def test_missing_agent_source_is_a_clear_failure(monkeypatch, tmp_path):
-    monkeypatch.setattr(plugin, "AGENT_SRC", str(tmp_path / "agent" / "src"))
+    monkeypatch.setattr(_agent_schema, "AGENT_SRC", str(tmp_path / "agent" / "src"))
     with pytest.raises(AnsibleActionFail, match="config schema is missing from the collection"):
         plugin.load_schema()
 
@@ -127,7 +128,7 @@ def test_plain_strips_string_subclasses():
     class Tagged(str):
         pass
 
-    out = plugin.plain({Tagged("token"): Tagged("x"), "l": (Tagged("a"), 1, True, None)})
+    out = _agent_schema.plain({Tagged("token"): Tagged("x"), "l": (Tagged("a"), 1, True, None)})
     assert out == {"token": "x", "l": ["a", 1, True, None]}
     assert next(iter(out)).__class__ is str
     assert out["token"].__class__ is str
