@@ -6,7 +6,8 @@
 - bad values: `helm install` fails on the schema and nothing reaches the cluster;
 - a plain `helm install` of an agent polling the emulator, `helm test`, a job running across
   `helm upgrade` (the old pod drains it to success), `helm rollback` to revision 1's values,
-  and `helm uninstall`.
+  and `helm uninstall`;
+- a rotated existingSecret rolls the pods on `helm upgrade` (the chart looks it up).
 
 Namespaces are wfa-chart-<what>-<random>, deleted at the end. ServiceMonitor, PrometheusRule
 and ScaledObject have no CRDs on the test cluster: tests/chart/crds.yaml holds minimal ones
@@ -358,3 +359,40 @@ def test_install_test_upgrade_with_a_running_job_rollback_uninstall(
         )["items"]  # fmt: skip
 
     wait_for(lambda: left() == [], timeout=120, what="nothing of the release left")
+
+
+def test_a_rotated_existing_secret_rolls_the_pods_on_upgrade(helm, kubectl, namespace, tmp_path):
+    """existingSecret without existingSecretChecksum: helm install/upgrade looks the Secret up,
+    so the same values after a rotation give the pods a new token-hash."""
+    ns = namespace("secret")
+    env = helm_env(kubectl)
+
+    def token_secret(token: str) -> None:
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "my-token", "namespace": ns},
+            "stringData": {"PULUMI_AGENT_TOKEN": token},
+        }
+        kube(kubectl, "apply", "-f", "-", input=json.dumps(manifest))
+
+    def token_hash() -> str | None:
+        deployment = kube_json(kubectl, "get", "deployment", RELEASE, "-n", ns)
+        return deployment["spec"]["template"]["metadata"]["annotations"].get(
+            "workflow-agent/token-hash"
+        )
+
+    values = write_values(tmp_path, {"image": BASE["image"], "existingSecret": "my-token"})
+    token_secret(TOKEN)
+    run = helm.run("install", RELEASE, str(CHART), "-n", ns, "-f", str(values), env=env)
+    assert run.rc == 0, run.stderr
+    first = token_hash()
+    assert first and re.fullmatch(r"[0-9a-f]{16}", first)
+    run = helm.run("upgrade", RELEASE, str(CHART), "-n", ns, "-f", str(values), env=env)
+    assert run.rc == 0, run.stderr
+    assert token_hash() == first  # unchanged Secret, unchanged pods
+    token_secret(TOKEN + "0")
+    run = helm.run("upgrade", RELEASE, str(CHART), "-n", ns, "-f", str(values), env=env)
+    assert run.rc == 0, run.stderr
+    assert token_hash() not in (None, first)
+    assert helm.run("uninstall", RELEASE, "-n", ns, env=env).rc == 0
