@@ -18,8 +18,7 @@ description:
     pulumi/customer-managed-workflow-agent's component makes.
   - O(step=installs) takes the k8s_info results of C(workflow-agent-pool) per namespace and
     returns the installs found (C(namespace), C(worker_sa)).
-  - O(step=reads) takes those installs and returns the objects to read (O(namespaces),
-    O(token_secret)).
+  - O(step=reads) takes those installs and returns the objects to read (O(namespaces), O(name)).
   - O(step=settings) takes the k8s_info results of those reads and returns the distinct
     C(tokens), C(urls) and C(annotations) found, plus C(problem), one message naming the
     variable to set when the installs disagree (O(given)), or empty.
@@ -39,9 +38,10 @@ options:
     description: The planned namespaces (O(step=reads)).
     type: list
     elements: str
-  token_secret:
-    description: This role's token Secret's name.
+  name:
+    description: The role's C(workflow_agent_k8s_name), whose objects keep what an adoption took.
     type: str
+    default: workflow-agent
   token_key:
     description: The key of the token in this role's Secret.
     type: str
@@ -77,7 +77,7 @@ def adoption(
     data,
     step,
     namespaces=None,
-    token_secret="",
+    name="workflow-agent",
     token_key="PULUMI_AGENT_TOKEN",  # noqa: S107 - a key's name
     upstream=None,
     given=None,
@@ -85,9 +85,9 @@ def adoption(
     if step == "installs":
         return k8s_adopt.installs(data)
     if step == "reads":
-        return k8s_adopt.reads(data, namespaces or [], token_secret)
+        return k8s_adopt.reads(data, namespaces or [], name)
     if step == "settings":
-        found = k8s_adopt.settings(data, token_secret, token_key)
+        found = k8s_adopt.settings(data, name, token_key)
         found["problem"] = k8s_adopt.disagreements(upstream or [], found, given or {})
         return found
     raise AnsibleFilterError(

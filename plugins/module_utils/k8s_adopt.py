@@ -49,11 +49,23 @@ def installs(found):
     return out
 
 
-def reads(upstream, namespaces, token_secret):
-    """The objects to read: in every planned namespace this role's own token Secret (after an
-    adoption, later runs find the token there), and in each with upstream's install its token
-    Secret, its ConfigMap and its workers' service account."""
-    out = [{"kind": "Secret", "name": token_secret, "namespace": ns} for ns in namespaces]
+def own_names(name):
+    """This role's objects that keep what an adoption took (the release ``name``'s)."""
+    return {
+        "Secret": name + "-token",
+        "ConfigMap": name + "-config",
+        "ServiceAccount": name + "-worker",
+    }
+
+
+def reads(upstream, namespaces, name):
+    """The objects to read: in every planned namespace this role's own token Secret, config and
+    workers' service account (after an adoption, later runs find what it took there), and in each
+    with upstream's install its token Secret, its ConfigMap and its workers' service account."""
+    out = []
+    for ns in namespaces:
+        for kind, own in sorted(own_names(name).items()):
+            out.append({"kind": kind, "name": own, "namespace": ns})
     for found in upstream:
         ns = found["namespace"]
         out.append({"kind": "Secret", "name": SECRET, "namespace": ns})
@@ -78,29 +90,57 @@ def _unique(values):
     return out
 
 
-def settings(read, token_secret, token_key):
+def _service_url(config_text):
+    """service_url of the agent config the chart wrote (pulumi-workflow-agent.yaml)."""
+    try:
+        import yaml  # the controller's PyYAML, Ansible's own dependency
+    except ImportError:
+        return ""
+    try:
+        config = yaml.safe_load(config_text or "")
+    except yaml.YAMLError:
+        return ""
+    if not isinstance(config, dict):
+        return ""
+    return config.get("service_url") or ""
+
+
+def settings(read, name, token_key):
     """The k8s_info results of ``reads`` (``item`` is the read) -> {tokens, urls, annotations}:
-    the distinct values the installs hold. Upstream's tokens come first; this role's own
-    Secret's only when no upstream Secret holds one."""
-    upstream_tokens, own_tokens, urls, annotations = [], [], [], []
+    the distinct values found. Upstream's come first; this role's own objects' only where no
+    upstream install holds the setting (a later run, after the adoption)."""
+    own = own_names(name)
+    found = {"tokens": ([], []), "urls": ([], []), "annotations": ([], [])}
     for result in read or []:
         item = result.get("item") or {}
+        kind, mine = item.get("kind"), item.get("name") == own.get(item.get("kind"))
         for obj in _resources(result):
             data = obj.get("data") or {}
-            if item.get("kind") == "Secret" and item.get("name") == SECRET:
-                upstream_tokens.append(_decoded(data.get(TOKEN_KEY, "")))
-            elif item.get("kind") == "Secret" and item.get("name") == token_secret:
-                own_tokens.append(_decoded(data.get(token_key, "")))
-            elif item.get("kind") == "ConfigMap":
-                urls.append(data.get(URL_KEY) or "")
-            elif item.get("kind") == "ServiceAccount":
-                annotations.append((obj.get("metadata") or {}).get("annotations") or {})
-    tokens = [t for t in _unique(upstream_tokens) if t] or [t for t in _unique(own_tokens) if t]
-    return {
-        "tokens": tokens,
-        "urls": [u for u in _unique(urls) if u],
-        "annotations": _unique(annotations),
-    }
+            side = 1 if mine else 0
+            if kind == "Secret":
+                key = token_key if mine else TOKEN_KEY
+                found["tokens"][side].append(_decoded(data.get(key, "")))
+            elif kind == "ConfigMap":
+                url = (
+                    _service_url(data.get("pulumi-workflow-agent.yaml"))
+                    if mine
+                    else data.get(URL_KEY)
+                )
+                found["urls"][side].append(url or "")
+            elif kind == "ServiceAccount":
+                annotations = (obj.get("metadata") or {}).get("annotations") or {}
+                # Helm's own bookkeeping is not the workers' identity.
+                annotations = dict(
+                    (k, v) for k, v in annotations.items() if not k.startswith("meta.helm.sh/")
+                )
+                if annotations or not mine:
+                    found["annotations"][side].append(annotations)
+    out = {}
+    for key, (theirs, ours) in found.items():
+        keep = (lambda v: v) if key != "annotations" else (lambda v: True)
+        values = [v for v in _unique(theirs) if keep(v)]
+        out[key] = values or [v for v in _unique(ours) if keep(v)]
+    return out
 
 
 def disagreements(upstream, found_settings, given):
