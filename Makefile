@@ -70,14 +70,15 @@ units: venv
 	  -- '$(call on_cores,units)'
 
 # The k8s stage runs the Kubernetes cases: the contract's kubernetes harness, the kubernetes
-# target's tests and the `kubectl patch --local` cross-checks (they would only skip here).
+# target's tests, the chart on the cluster and the `kubectl patch --local` cross-checks (they
+# would only skip here).
 PYTEST_SUITES := agent/tests agent/tests/targets/test_contract.py agent/tests/targets/test_docker.py \
   agent/tests/targets/test_process.py tests/emulator/tests tests/emulator/tests/test_emu_image.py \
   tests/system tests/system/test_stage_verdicts.py tests/system/test_k8s_image.py tests/system/test_role_preflight.py \
-  tests/system/test_agent_executor.py tests/conformance tests/reliability
+  tests/system/test_agent_executor.py tests/conformance tests/reliability tests/chart/test_chart.py
 pytest: bootstrap
 	bash scripts/stage.sh pytest $(call require,pytest.xml,$(PYTEST_SUITES)) -- '$(ACTIVATE) pytest -q -n 3 --dist loadfile \
-	  --ignore=agent/tests/targets/test_kubernetes.py --deselect agent/tests/targets/test_strategic_merge.py::test_same_result_as_kubectl \
+	  --ignore=agent/tests/targets/test_kubernetes.py --ignore=tests/chart/test_chart_cluster.py --deselect agent/tests/targets/test_strategic_merge.py::test_same_result_as_kubectl \
 	  $(addprefix --ignore=,$(GO_BUILDS_SUITES) $(DEPLOY_SUITES)) -k "not (test_contract and kubernetes)" --junitxml=$(STATE)/junit/pytest.xml'
 
 # images: the execution environment is built FROM local/debian12-ee-base:latest (tests/galaxy/ee.sh).
@@ -123,7 +124,8 @@ go-builds:
 pulumi-image: images
 	bash scripts/build-pulumi-image.sh
 
-K8S_SUITES := tests/k8s/test_cluster.py agent/tests/targets/test_kubernetes.py agent/tests/targets/test_strategic_merge.py
+K8S_SUITES := tests/k8s/test_cluster.py tests/k8s/test_registry.py tests/k8s/test_adopt_upstream.py \
+  tests/chart/test_chart_cluster.py agent/tests/targets/test_kubernetes.py agent/tests/targets/test_strategic_merge.py
 k8s: bootstrap galaxy
 	bash scripts/stage.sh k8s $(call require,k8s.xml,$(K8S_SUITES)) --require k8s-contract.xml --require molecule-kind.xml \
 	  -- bash scripts/k8s-stage.sh

@@ -14,18 +14,29 @@ if [ -x "$K8S/kubectl" ] && "$K8S/kubectl" --kubeconfig "$K8S/kubeconfig" get --
   was_up=1
 fi
 bash tests/k8s/up.sh || exit 1
+# The suite's OCI registry (tests/k8s/registry.sh), which the cluster's containerd pulls from: the
+# agent and job images and the chart are pushed there, and the chart and the kind scenario install
+# from it by reference, as a user does from their own registry. WFA_REGISTRY, WFA_AGENT_IMAGE,
+# WFA_JOB_IMAGE, WFA_CHART and WFA_CHART_VERSION name what is there.
+reg_was_up=0
+bash tests/k8s/registry.sh status >/dev/null 2>&1 && reg_was_up=1
+bash tests/k8s/registry.sh start >/dev/null || exit 1
+refs=$(bash scripts/push-images.sh) || exit 1
+# shellcheck disable=SC2086 # NAME=value words
+export $refs
 # The real deployments in pods run local/pulumi:latest (built by the deploy stage; cached here).
 bash scripts/build-pulumi-image.sh || exit 1
 export KUBECONFIG=$K8S/kubeconfig
 rc=0
 # The cluster's own kubectl on PATH: test_strategic_merge.py compares its patches with `kubectl patch --local`.
 PATH=$K8S:$PATH pytest -q --junitxml="$STATE/junit/k8s.xml" \
-  tests/k8s agent/tests/targets/test_kubernetes.py \
+  tests/k8s tests/chart/test_chart_cluster.py agent/tests/targets/test_kubernetes.py \
   agent/tests/targets/test_strategic_merge.py::test_same_result_as_kubectl || rc=1
 pytest -q --junitxml="$STATE/junit/k8s-contract.xml" \
   agent/tests/targets/test_contract.py -k kubernetes || rc=1
 # The kind scenario verifies with Ansible, which writes no JUnit report: record its outcome.
 python scripts/verdict.py record "$STATE/junit/molecule-kind.xml" "molecule kind" -- \
   bash scripts/molecule.sh kind || rc=1
+if [ "$reg_was_up" = 0 ]; then bash tests/k8s/registry.sh stop || rc=1; fi
 if [ "$was_up" = 0 ]; then bash tests/k8s/down.sh || rc=1; fi
 exit $rc
