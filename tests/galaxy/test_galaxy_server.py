@@ -170,10 +170,18 @@ def server(tmp_path_factory) -> Server:
     srv = Server(tmp)
     tarball = Path(TARBALL)
     this = json.loads(_member(tarball, "MANIFEST.json"))["collection_info"]
-    # Dependencies: repacked from the bundle, published once (they outlive runs with the database).
-    for dep in this["dependencies"]:
+    # Dependencies, and theirs (community.docker needs community.library_inventory_filtering_v1):
+    # repacked from the bundle, published once (they outlive runs with the database).
+    todo, seen = list(this["dependencies"]), set()
+    while todo:
+        dep = todo.pop()
+        if dep in seen:
+            continue
+        seen.add(dep)
+        path = bundled(dep)
+        todo += json.loads((path / "MANIFEST.json").read_text())["collection_info"]["dependencies"]
         if not srv.versions(dep):
-            srv.publish(repack(bundled(dep), tmp / "deps"))
+            srv.publish(repack(path, tmp / "deps"))
     # This collection: the tarball just built, and an older version of the same content.
     srv.remove(NAME)
     unpacked = tmp / "unpacked" / "workflow_agent"
