@@ -300,7 +300,7 @@ def test_deployment(rendered):
 
 
 def test_env_with_everything_set(rendered):
-    """The order of plugins/module_utils/k8s_agent_env.py: the chart's own, worker settings,
+    """The order the role's manifests had (before the chart): the chart's own, worker settings,
     the proxy (URLs from the Secret, NO_PROXY with the in-cluster names), then `env`."""
     env = env_of(one(rendered["restricted"].docs, "Deployment"))
     assert list(env) == [

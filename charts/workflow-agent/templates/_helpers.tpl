@@ -117,7 +117,7 @@ leftovers are found by it), and without podIds the ids the target would set, rem
 {{- end -}}
 
 {{/*
-The proxy variables (plugins/module_utils/k8s_agent_env.py): both spellings of each URL, and
+The proxy variables (as the agent role's hosts get them): both spellings of each URL, and
 NO_PROXY only when there is a proxy to bypass, with the API server and in-cluster names added
 ($(KUBERNETES_SERVICE_HOST) must expand, so it is a value, not in the Secret).
 */}}
