@@ -1,4 +1,5 @@
-"""Shared by the chart tests: the Helm CLI, the golden cases' values, and the `restricted` Pod
+"""Shared by the chart tests (and the Kubernetes tests that use Helm or the suite's registry):
+the Helm CLI, the registry's references, the golden cases' values, and the `restricted` Pod
 Security Standard as a check of pod specs."""
 
 from __future__ import annotations
@@ -9,9 +10,49 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def helm_path() -> str:
+    """The pinned Helm CLI (scripts/build-go-tool.sh helm: v3.22.0 from its Go module, built
+    once and cached); fails the test, never skips, when it cannot be built."""
+    build = subprocess.run(
+        ["bash", str(REPO / "scripts" / "build-go-tool.sh"), "helm"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+        cwd=REPO,
+    )
+    path = build.stdout.strip().splitlines()[-1] if build.stdout.strip() else ""
+    if build.returncode != 0 or not os.access(path, os.X_OK):
+        pytest.fail(
+            "cannot build the Helm CLI with scripts/build-go-tool.sh helm "
+            f"(exit {build.returncode}):\n{build.stderr[-3000:]}",
+            pytrace=False,
+        )
+    return path
+
+
+REGISTRY_REFS = ("WFA_AGENT_IMAGE", "WFA_JOB_IMAGE", "WFA_CHART", "WFA_CHART_VERSION")
+
+
+def registry_refs() -> dict[str, str]:
+    """What scripts/push-images.sh put into the suite's registry (the k8s stage has run it and
+    exported them; else it runs here, a second or so when the registry has them)."""
+    if all(os.environ.get(name) for name in REGISTRY_REFS):
+        return {name: os.environ[name] for name in REGISTRY_REFS}
+    proc = subprocess.run(
+        ["bash", "scripts/push-images.sh"], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"scripts/push-images.sh failed: {proc.stderr[-2000:]}", pytrace=False)
+    return dict(line.split("=", 1) for line in proc.stdout.split() if "=" in line)
+
+
 CHART = REPO / "charts" / "workflow-agent"
 TOKEN = "pul-" + "5a" * 20
 PROXY_PASSWORD = "s3cret-proxy-pw"  # noqa: S105 - a test value, checked to appear nowhere

@@ -9,28 +9,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from chartlib import REPO, Helm
+from chartlib import Helm, helm_path
 
 
 @pytest.fixture(scope="session")
 def helm() -> Helm:
     """The pinned Helm CLI; the session fails (never skips) when it cannot be built."""
-    build = subprocess.run(
-        ["bash", str(REPO / "scripts" / "build-go-tool.sh"), "helm"],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-        cwd=REPO,
-    )
-    path = build.stdout.strip().splitlines()[-1] if build.stdout.strip() else ""
-    if build.returncode != 0 or not os.access(path, os.X_OK):
-        pytest.fail(
-            "cannot build the Helm CLI with scripts/build-go-tool.sh helm "
-            f"(exit {build.returncode}):\n{build.stderr[-3000:]}",
-            pytrace=False,
-        )
-    return Helm(path)
+    return Helm(helm_path())
 
 
 K8S_DIR = Path("/var/tmp/workflow-agent-k8s")

@@ -22,47 +22,13 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 from agent_harness import Emulator
-from test_plugins_common import REPO, run_play
+from chartlib import helm_path
+from test_plugins_common import run_play
 
 MANIFEST = Path(__file__).resolve().parent / "upstream" / "agent.yaml"
-STABLE = Path("/var/tmp/workflow-agent-k8s")
 UPSTREAM_LABEL = "app.kubernetes.io/name=customer-managed-workflow-agent"
 JOB_SECONDS = 25  # long enough to be running across the role's whole takeover
-
-
-@pytest.fixture(scope="module")
-def refs() -> dict[str, str]:
-    """The agent and job images in the suite's registry (scripts/push-images.sh; the k8s stage
-    has pushed them already), pulled by the cluster's containerd as from a user's registry."""
-    names = ("WFA_AGENT_IMAGE", "WFA_JOB_IMAGE")
-    if all(os.environ.get(n) for n in names):
-        return {n: os.environ[n] for n in names}
-    proc = subprocess.run(
-        ["bash", "scripts/push-images.sh"], cwd=REPO, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"scripts/push-images.sh failed: {proc.stderr[-2000:]}")
-    return dict(line.split("=", 1) for line in proc.stdout.split() if "=" in line)
-
-
-def helm_dir() -> str:
-    proc = subprocess.run(
-        ["bash", "scripts/build-go-tool.sh", "helm"], cwd=REPO, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"the Helm CLI could not be built: {proc.stderr[-2000:]}")
-    return str(Path(proc.stdout.strip().splitlines()[-1]).parent)
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    kubeconfig = Path(os.environ.get("KUBECONFIG") or STABLE / "kubeconfig")
-    kubectl = STABLE / "kubectl"
-    if not kubeconfig.exists() or not kubectl.exists():
-        pytest.skip("no test cluster is up (bash tests/k8s/up.sh)")
-    return {"kubeconfig": str(kubeconfig), "kubectl": str(kubectl)}
 
 
 def kubectl(cluster, *args: str, stdin: str | None = None, check: bool = True):
@@ -181,7 +147,7 @@ def test_upstream_install_is_adopted_without_losing_its_running_job(cluster, ref
             tasks = [
                 {"ansible.builtin.include_role": {"name": "selfhosted.workflow_agent.agent_k8s"}}
             ]
-            env = {"PATH": helm_dir() + os.pathsep + os.environ["PATH"]}
+            env = {"PATH": str(Path(helm_path()).parent) + os.pathsep + os.environ["PATH"]}
             first = run_play(tmp_path / "first", tasks, variables=variables, env=env)
             assert first.rc == 0, first.stdout[-4000:]
             assert emu.pool_token not in first.stdout + first.stderr

@@ -10,50 +10,22 @@ in a Secret of its own; the Helm user gives it as a value), and both pools must 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import string
 import subprocess
-from pathlib import Path
 
 import pytest
 from agent_harness import Emulator
-from test_plugins_common import REPO, run_play
+from chartlib import helm_path
+from test_plugins_common import run_play
 
-STABLE = Path("/var/tmp/workflow-agent-k8s")
 RELEASE = "workflow-agent"
 KINDS = "deployments,services,serviceaccounts,roles,rolebindings,configmaps,poddisruptionbudgets"
 
 
 @pytest.fixture(scope="module")
-def refs() -> dict[str, str]:
-    names = ("WFA_AGENT_IMAGE", "WFA_CHART", "WFA_CHART_VERSION")
-    if all(os.environ.get(n) for n in names):
-        return {n: os.environ[n] for n in names}
-    proc = subprocess.run(
-        ["bash", "scripts/push-images.sh"], cwd=REPO, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"scripts/push-images.sh failed: {proc.stderr[-2000:]}")
-    return dict(line.split("=", 1) for line in proc.stdout.split() if "=" in line)
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    kubeconfig = Path(os.environ.get("KUBECONFIG") or STABLE / "kubeconfig")
-    if not kubeconfig.exists() or not (STABLE / "kubectl").exists():
-        pytest.skip("no test cluster is up (bash tests/k8s/up.sh)")
-    return {"kubeconfig": str(kubeconfig), "kubectl": str(STABLE / "kubectl")}
-
-
-@pytest.fixture(scope="module")
 def helm() -> str:
-    proc = subprocess.run(
-        ["bash", "scripts/build-go-tool.sh", "helm"], cwd=REPO, capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"the Helm CLI could not be built: {proc.stderr[-2000:]}")
-    return proc.stdout.strip().splitlines()[-1]
+    return helm_path()
 
 
 def run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from chartlib import helm_path
 from test_plugins_common import BIN, REPO, run_play
 
 ROLE = REPO / "roles" / "agent_k8s"
@@ -169,16 +170,7 @@ BAD = {
 
 @pytest.fixture(scope="module")
 def helm() -> str:
-    """The real Helm CLI (scripts/build-go-tool.sh: v3.22.0 from its module, cached)."""
-    proc = subprocess.run(
-        ["bash", str(REPO / "scripts" / "build-go-tool.sh"), "helm"],
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout.strip().splitlines()[-1]
+    return helm_path()
 
 
 def render_task(case: str, variables: dict, out: Path, helm: str) -> dict:
