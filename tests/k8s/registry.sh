@@ -38,6 +38,11 @@ healthy() {
     grep -qi '^Docker-Distribution-Api-Version: registry/2.0' <<<"$reply"
 }
 
+# The registry process serving this STATE's config, if any.
+serving() {
+  pgrep -f -- "registry serve $CONFIG\$" | head -n1
+}
+
 # The pid file names a live registry started with this STATE's config.
 ours() {
   local pid
@@ -98,17 +103,20 @@ EOF
     done
     OTEL_TRACES_EXPORTER=none exec setsid "$bin" serve "$CONFIG" >>"$LOG" 2>&1 </dev/null
   ) &
-  echo $! >"$PIDFILE"
-  local deadline=$(($(date +%s) + WAIT))
+  # setsid forks when it starts as a process group leader (a caller with job control), and then
+  # $! is gone at once: the pid file names whichever process serves this STATE's config.
+  local deadline=$(($(date +%s) + WAIT)) pid
   until healthy; do
-    if ! ours || [ "$(date +%s)" -ge "$deadline" ]; then
+    pid=$(serving)
+    if [ -z "$pid" ] && ! kill -0 $! 2>/dev/null || [ "$(date +%s)" -ge "$deadline" ]; then
       echo "----- $LOG (last 25 lines) -----" >&2
       tail -n 25 "$LOG" >&2 || true
-      ours && stop
+      [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
       fail "the registry did not answer http://$REGISTRY_ADDR/v2/ (log above: $LOG)"
     fi
     sleep 0.2
   done
+  serving >"$PIDFILE"
   say "up at $REGISTRY_ADDR (storage $DIR/data, log $LOG)"
   echo "$REGISTRY_ADDR"
 }
