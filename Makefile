@@ -124,10 +124,12 @@ go-builds:
 pulumi-image: images
 	bash scripts/build-pulumi-image.sh
 
-K8S_SUITES := tests/k8s/test_cluster.py tests/k8s/test_registry.py tests/k8s/test_adopt_upstream.py tests/k8s/test_helm_user.py \
-  tests/chart/test_chart_cluster.py agent/tests/targets/test_kubernetes.py agent/tests/targets/test_strategic_merge.py
+K8S_SUITES := tests/k8s/test_cluster.py agent/tests/targets/test_kubernetes.py agent/tests/targets/test_strategic_merge.py
+K8S_REGISTRY_SUITES := tests/k8s/test_registry.py tests/k8s/test_adopt_upstream.py tests/k8s/test_helm_user.py \
+  tests/chart/test_chart_cluster.py
 k8s: bootstrap galaxy
-	bash scripts/stage.sh k8s $(call require,k8s.xml,$(K8S_SUITES)) --require k8s-contract.xml --require molecule-kind.xml \
+	bash scripts/stage.sh k8s $(call require,k8s.xml,$(K8S_SUITES)) $(call require,k8s-registry.xml,$(K8S_REGISTRY_SUITES)) \
+	  --require k8s-contract.xml --require molecule-kind.xml \
 	  -- bash scripts/k8s-stage.sh
 
 test:
