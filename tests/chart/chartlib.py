@@ -153,6 +153,14 @@ class Helm:
         return self.run("template", name, str(CHART), "--namespace", namespace, "-f", str(path))
 
 
+def env_of(deployment: dict) -> dict:
+    """The agent container's env by name (each name once), value or valueFrom."""
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    names = [e["name"] for e in env]
+    assert len(names) == len(set(names)), names
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in env}
+
+
 def write_values(tmp: Path, values: dict) -> Path:
     tmp.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix="values-", suffix=".yaml", dir=tmp)

@@ -27,6 +27,7 @@ from chartlib import (
     PROXY_PASSWORD,
     REPO,
     TOKEN,
+    env_of,
     find,
     one,
     pod_specs,
@@ -48,13 +49,6 @@ def rendered(helm, tmp_path_factory):
         assert result.rc == 0, f"{case}: {result.stderr}"
         out[case] = result
     return out
-
-
-def env_of(deployment: dict) -> dict:
-    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
-    names = [e["name"] for e in env]
-    assert len(names) == len(set(names)), names
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in env}
 
 
 # --- the chart's identity and its generated files -------------------------------------------

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from chartlib import helm_path
+from chartlib import env_of, helm_path
 from test_plugins_common import BIN, REPO, run_play
 
 ROLE = REPO / "roles" / "agent_k8s"
@@ -260,13 +260,6 @@ def find(docs: list[dict], kind: str, namespace: str | None = None) -> list[dict
 def one(docs: list[dict], kind: str, namespace: str | None = None) -> dict:
     [doc] = find(docs, kind, namespace)
     return doc
-
-
-def env_of(deployment: dict) -> dict:
-    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
-    names = [e["name"] for e in env]
-    assert len(names) == len(set(names)), names
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in env}
 
 
 def pod_of(deployment: dict) -> dict:
