@@ -4,8 +4,10 @@ Security Standard as a check of pod specs."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +161,24 @@ def env_of(deployment: dict) -> dict:
     names = [e["name"] for e in env]
     assert len(names) == len(set(names)), names
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in env}
+
+
+def agent_check(config_text: str, path: Path, token: str = TOKEN) -> dict:
+    """`workflow-agent check --format json` of an agent config as a pod gets it (the token from
+    the environment): the agent's own verdict on what the chart writes."""
+    path.write_text(config_text)
+    script = Path(sys.executable).parent / "workflow-agent"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "workflow_agent"]
+    proc = subprocess.run(
+        [*cmd, "check", "--config", str(path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PULUMI_AGENT_TOKEN": token},
+    )
+    assert proc.returncode == 0, f"{path.name}: {proc.stderr}"
+    return json.loads(proc.stdout)
 
 
 def write_values(tmp: Path, values: dict) -> Path:

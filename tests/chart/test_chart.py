@@ -27,6 +27,7 @@ from chartlib import (
     PROXY_PASSWORD,
     REPO,
     TOKEN,
+    agent_check,
     env_of,
     find,
     one,
@@ -362,21 +363,8 @@ def test_configmap_holds_a_config_the_agent_accepts_and_no_secret(rendered, tmp_
         data = one(rendered[case].docs, "ConfigMap")["data"]
         config = yaml.safe_load(data["pulumi-workflow-agent.yaml"])
         assert "token" not in config
-        path = tmp_path / f"{case}.yaml"
-        path.write_text(data["pulumi-workflow-agent.yaml"])
-        # The agent's own check, with the token from the environment as in the pod.
-        script = Path(sys.executable).parent / "workflow-agent"
-        cmd = [str(script)] if script.exists() else [sys.executable, "-m", "workflow_agent"]
-        proc = subprocess.run(
-            [*cmd, "check", "--config", str(path), "--format", "json"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            env={"PATH": "/usr/bin:/bin", "PULUMI_AGENT_TOKEN": TOKEN},
-        )
-        assert proc.returncode == 0, f"{case}: {proc.stderr}"
-        assert json.loads(proc.stdout)["deploy_target"] == "kubernetes"
+        checked = agent_check(data["pulumi-workflow-agent.yaml"], tmp_path / f"{case}.yaml")
+        assert checked["deploy_target"] == "kubernetes"
     data = one(rendered["restricted"].docs, "ConfigMap")["data"]
     assert sorted(data) == ["pulumi-workflow-agent.yaml", "worker-pod.json"]
     assert yaml.safe_load(data["pulumi-workflow-agent.yaml"]) == {

@@ -18,14 +18,12 @@ import base64
 import json
 import re
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from chartlib import env_of, helm_path
-from test_plugins_common import BIN, REPO, run_play
+from chartlib import agent_check, env_of, helm_path
+from test_plugins_common import REPO, run_play
 
 ROLE = REPO / "roles" / "agent_k8s"
 TOKEN = "pul-" + "5a" * 20
@@ -380,20 +378,8 @@ def test_configmap_holds_a_config_the_agent_accepts_and_no_secret(rendered, tmp_
     assert data["ca-bundle.pem"] == CA
     assert json.loads(data["worker-pod.json"])["spec"] == {"nodeSelector": {"pool": "jobs"}}
     # The agent's own check accepts it, with the token from the environment as in the pod.
-    path = tmp_path / "pulumi-workflow-agent.yaml"
-    path.write_text(data["pulumi-workflow-agent.yaml"])
-    script = BIN / "workflow-agent"
-    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "workflow_agent"]
-    proc = subprocess.run(
-        [*cmd, "check", "--config", str(path), "--format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "PULUMI_AGENT_TOKEN": TOKEN},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["deploy_target"] == "kubernetes"
+    checked = agent_check(data["pulumi-workflow-agent.yaml"], tmp_path / "agent.yaml", TOKEN)
+    assert checked["deploy_target"] == "kubernetes"
 
 
 def test_pod_ids_left_to_the_platform(rendered):
