@@ -344,6 +344,8 @@ def test_install_test_upgrade_with_a_running_job_rollback_uninstall(
 
         # helm test fails when no agent answers (its pod stays, with the reason in its log).
         kube(kubectl, "scale", "deployment", RELEASE, "-n", ns, "--replicas=0")
+        # A terminating agent still answers until it exits (CI once saw /healthz 200 from one).
+        wait_for(lambda: not agent_pods(kubectl, ns), timeout=180, what="no agent pod left")
         test = helm.run("test", RELEASE, "-n", ns, "--logs", "--timeout", "3m", env=env)
         assert test.rc != 0, test.stdout
         assert re.search(r"/healthz failed: ", test.stdout), test.stdout
