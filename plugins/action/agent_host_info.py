@@ -15,7 +15,11 @@ import json
 
 from ansible.module_utils.six.moves import shlex_quote
 from ansible.plugins.action import ActionBase
-from ansible_collections.selfhosted.workflow_agent.plugins.module_utils import agent_host_state
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils import (
+    agent_host_state,
+    agent_plan,
+    agent_platform,
+)
 
 __metaclass__ = type
 
@@ -41,7 +45,9 @@ _UNIT = {
     "enabled": {"type": "bool", "default": True},
 }
 ARGUMENT_SPEC = {
-    "pythons": {"type": "list", "elements": "str", "required": True},
+    "pythons": {"type": "list", "elements": "str", "default": []},
+    "platform": {"type": "bool", "default": False},
+    "role": {"type": "dict"},
     "need_agent_python": {"type": "bool", "default": True},
     "lists": {"type": "list", "elements": "path", "default": []},
     "files": {"type": "list", "elements": "path", "default": []},
@@ -104,10 +110,41 @@ class ActionModule(ActionBase):
     _supports_check_mode = True  # it only looks
     _supports_async = False
 
+    def _platform(self):
+        """The platform, from one shell command (no Python needed)."""
+        res = self._low_level_execute_command(agent_platform.SCRIPT)
+        return agent_platform.parse_platform((res.get("stdout") or "").splitlines())
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        platform = self._platform() if args["platform"] else None
+        role = args["role"]
+        settings = None
+        if role is not None:
+            # The agent role's look: what to ask and which Pythons to try come from its plan.
+            missing = [key for key in agent_plan.INPUTS if key not in role]
+            if missing:
+                result.update(failed=True, msg="role: missing %s" % ", ".join(missing))
+                return result
+            platform = platform or role.get("platform") or {}
+            role = dict(role, check_mode=self._task.check_mode)
+            settings = agent_plan.settings(role, platform, role.get("environment_sha1", ""))
+            args = dict(
+                args, pythons=settings["pythons"], need_agent_python=role["state"] == "present"
+            )
+            args.update(agent_plan.request(role, settings))
+        if platform is not None:
+            result["platform"] = platform
+        if not args["pythons"] or (settings is not None and not platform.get("supported")):
+            # Only the platform was asked for, or the role's platform is one it cannot serve.
+            result.update(changed=False, host={}, state={}, tried=[], problems=[])
+            if settings is not None:
+                result["plan"] = agent_plan.plan(
+                    role, platform, {}, role.get("environment_sha1", "")
+                )
+            return result
         request = {key: args[key] for key in REQUEST_KEYS if args[key]}
         source = host_source()
         tried, reports = [], []
@@ -133,11 +170,16 @@ class ActionModule(ActionBase):
                     break  # the first usable candidate is the answer
         chosen = next((r for r in reports if r["ok"]), {})
         state = chosen or (reports[0] if reports else {})
+        state = {key: value for key, value in state.items() if key not in HOST_KEYS}
         result.update(
             changed=False,
             host={key: chosen[key] for key in HOST_KEYS if key in chosen},
-            state={key: value for key, value in state.items() if key not in HOST_KEYS},
+            state=state,
             tried=tried,
             problems=problems(tried, args["need_agent_python"]),
         )
+        if settings is not None:
+            result["plan"] = agent_plan.plan(
+                role, platform, state, role.get("environment_sha1", "")
+            )
         return result

@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The agent role's look at a platform: the KEY=value lines of its one raw command, read.
 
-The command (``_workflow_agent_platform_script`` in the role's vars) prints ``SYSTEM`` (uname),
-os-release's ``ID``, ``ID_LIKE``, ``VERSION_ID`` and ``NAME`` as ``OS_*`` (or macOS's version),
-``SERVICE_MGR`` (systemd when it is PID 1's manager, launchd on macOS), ``CPUS`` and
-``MEMORY_MB``. A pure function with no Ansible imports; the ``agent_platform`` filter is its face.
+The command (``SCRIPT``, run by the agent_host_info action with ``platform: true``) prints
+``SYSTEM`` (uname), os-release's ``ID``, ``ID_LIKE``, ``VERSION_ID`` and ``NAME`` as ``OS_*``
+(or macOS's version), ``SERVICE_MGR`` (systemd when it is PID 1's manager, launchd on macOS),
+``CPUS`` and ``MEMORY_MB``. Pure, with no Ansible imports.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,6 +15,21 @@ import re
 
 __metaclass__ = type
 
+# KEY=value lines; no Python needed (the platform decides which Pythons to try).
+SCRIPT = (
+    "printf 'SYSTEM=%s\\n' \"$(uname -s)\"; "
+    "if [ -r /etc/os-release ]; then "
+    "grep -E '^(ID|ID_LIKE|VERSION_ID|NAME)=' /etc/os-release | sed 's/^/OS_/'; fi; "
+    "if command -v sw_vers >/dev/null 2>&1; then "
+    "printf 'OS_NAME=macOS\\nOS_VERSION_ID=%s\\n' \"$(sw_vers -productVersion)\"; fi; "
+    "if [ -d /run/systemd/system ]; then echo SERVICE_MGR=systemd; "
+    'elif [ "$(uname -s)" = Darwin ]; then echo SERVICE_MGR=launchd; fi; '
+    "printf 'CPUS=%s\\n' \"$(nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null "
+    '|| getconf _NPROCESSORS_ONLN)"; '
+    "if [ -r /proc/meminfo ]; then "
+    "awk '/^MemTotal:/ { print \"MEMORY_MB=\" int($2 / 1024) }' /proc/meminfo; "
+    "else printf 'MEMORY_MB=%s\\n' \"$(( $(sysctl -n hw.memsize) / 1048576 ))\"; fi"
+)
 _LINE = re.compile(r"^([A-Z_]+)=(.*)$")
 # The platforms the role supports: the one list. roles/agent/meta/main.yml's galaxy_info.platforms,
 # the role's argument spec and the README's platform table say the same (tests/system/

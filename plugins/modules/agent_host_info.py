@@ -27,13 +27,27 @@ description:
     expectation counts as unmet, and the module that would make the change decides.
   - It never fails for what it finds. RV(problems) says why no candidate will do; the caller
     decides whether that is fatal.
+  - With O(platform), it first looks at the platform with one shell command, which needs no
+    Python at all (RV(platform)); with O(platform) alone that is all it does.
 options:
   pythons:
     description:
       - Interpreters to try, in order, as paths or names on the host's C(PATH).
     type: list
     elements: str
-    required: true
+    default: []
+  platform:
+    description:
+      - Look at the platform first (OS, service manager, CPUs, memory), with one shell command.
+    type: bool
+    default: false
+  role:
+    description:
+      - Internal to the C(selfhosted.workflow_agent.agent) role, whose variables it is; its
+        shape follows the role and is not a stable interface. With it, what to ask the host
+        and which Pythons to try come from the role's plan, the other options are ignored, and
+        RV(plan) is returned.
+    type: dict
   need_agent_python:
     description:
       - Whether a candidate must be a Python the agent runs on (3.10 or later). With V(false)
@@ -213,6 +227,58 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+platform:
+  description:
+    - With O(platform), the platform; with O(role), the one the role passed or this look found.
+  returned: when O(platform) or O(role) is set
+  type: dict
+  contains:
+    os_family:
+      description: V(Debian), V(Darwin), V(RedHat) or what C(uname -s) says.
+      type: str
+      sample: Debian
+    distribution:
+      description: os-release's C(NAME), or V(macOS).
+      type: str
+      sample: Debian GNU/Linux
+    id:
+      description: os-release's C(ID).
+      type: str
+      sample: debian
+    version:
+      description: The OS version.
+      type: str
+      sample: "12"
+    major_version:
+      description: Its first part.
+      type: str
+      sample: "12"
+    service_mgr:
+      description: V(systemd) when it is PID 1's manager, V(launchd) on macOS, else V(unknown).
+      type: str
+      sample: systemd
+    cpus:
+      description: The CPUs processes may use.
+      type: int
+      sample: 2
+    memory_mb:
+      description: Memory in MiB.
+      type: int
+      sample: 4096
+    supported:
+      description: Whether the C(agent) role supports this platform.
+      type: bool
+      sample: true
+    problem:
+      description: Why the role does not support it, or empty.
+      type: str
+      sample: ""
+plan:
+  description:
+    - With O(role), the role's plan for this host (internal to the role; not a stable
+      interface).
+  returned: when O(role) is set
+  type: dict
 host:
   description:
     - The first candidate that is a Python the agent runs on, and the platform it reports.

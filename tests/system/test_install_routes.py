@@ -80,8 +80,8 @@ def role_install(wheelhouse: dict, venv: Path, index: str, links: Path, drop=())
     """The role's two tasks: make the virtualenv, then its pip install, with `drop` left out of
     the pip arguments. pip's configuration is only the environment given here."""
     context = {
-        "_workflow_agent_host": {"executable": sys.executable},
-        "_workflow_agent_venv": str(venv),
+        "_workflow_agent_look": {"host": {"executable": sys.executable}},
+        "_workflow_agent_plan": {"venv": str(venv)},
         "_workflow_agent_wheelhouse": wheelhouse,
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}

@@ -114,11 +114,12 @@ def sentences(doc: str):
 
 def test_config_owner_and_mode_stated_once_and_true():
     task = config_task()
-    assert (task["owner"], task["group"], task["mode"]) == (
-        "root",
-        "{{ workflow_agent_group }}",
-        "0640",
+    assert (task["owner"], task["group"], task["mode"]) == tuple(
+        "{{ _workflow_agent_plan.config_file." + key + " }}" for key in ("owner", "group", "mode")
     )
+    # The plan declares it (module_utils/agent_plan.py, where every owner and mode is).
+    plan_src = (REPO / "plugins" / "module_utils" / "agent_plan.py").read_text()
+    assert '"config_file": {"owner": "root", "group": group, "mode": "0640"}' in plan_src
     # The argument spec states it once, where the directory is described.
     stated = [n for n, o in OPTIONS.items() if re.search(r"\b0640\b", text(o))]
     assert stated == ["workflow_agent_config_dir"]

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_plugins_common import run_play
+from test_plugins_common import collections_path, run_play
 
 LABEL = "com.selfhosted.workflow-agent"
 STOP_TIMEOUT = 330
@@ -117,7 +117,7 @@ def agents(make_agent):
     return {name: make_agent(name).start() for name in ("1", "2")}
 
 
-def role_vars(tmp_path: Path, launchd: Launchd, agents: dict, **extra) -> dict:
+def role_vars(tmp_path: Path, launchd: Launchd, agents: dict, remove=(), **extra) -> dict:
     user = pwd.getpwuid(os.geteuid()).pw_name
     return {
         "workflow_agent_install_dir": str(tmp_path / "opt"),
@@ -127,15 +127,46 @@ def role_vars(tmp_path: Path, launchd: Launchd, agents: dict, **extra) -> dict:
         "workflow_agent_user": user,
         "workflow_agent_group": grp.getgrgid(os.getegid()).gr_name,
         "workflow_agent_proxy": {"https": "http://proxy.invalid:3128"},
-        # What preflight, vars/main.yml (Darwin) and present.yml would have set on a Mac.
-        "_workflow_agent_service_manager": "launchd",
-        "_workflow_agent_launchd_dir": str(tmp_path / "LaunchDaemons"),
-        "_workflow_agent_launchctl": str(launchd.exe),
-        "_workflow_agent_root_group": grp.getgrgid(0).gr_name,
-        "_workflow_agent_present": [{"name": n, "port": a.port} for n, a in agents.items()],
+        # The plan preflight would make on a Mac (module_utils/agent_plan.py), with this test's
+        # LaunchDaemons directory, mocked launchctl, root group and agents' ports; and what
+        # present.yml would have set.
+        "_workflow_agent_plan": mac_plan(tmp_path, launchd, agents, remove),
         "_workflow_agent_stop_timeout": STOP_TIMEOUT,
         **extra,
     }
+
+
+def mac_plan(tmp_path: Path, launchd: Launchd, agents: dict, remove) -> dict:
+    sys.path.insert(0, str(collections_path(tmp_path / "play")))
+    from ansible_collections.selfhosted.workflow_agent.plugins.module_utils import agent_plan
+
+    inputs = {key: "" for key in agent_plan.INPUTS}
+    inputs.update(
+        state="present",
+        service_state="started",
+        user="u",
+        group="g",
+        config_dir=str(tmp_path / "etc"),
+        data_dir=str(tmp_path / "var"),
+        install_dir=str(tmp_path / "opt"),
+        log_dir=str(tmp_path / "log"),
+        instances=list(agents),
+        http_port_base=8080,
+        config={},
+        version="0.2.0",
+    )
+    plan = agent_plan.plan(inputs, {"os_family": "Darwin", "supported": True}, {})
+    root_group = grp.getgrgid(0).gr_name
+    plan.update(
+        launchd_dir=str(tmp_path / "LaunchDaemons"),
+        launchctl=str(launchd.exe),
+        root_group=root_group,
+        plist_file=dict(plan["plist_file"], group=root_group),
+        present=[{"name": n, "port": a.port} for n, a in agents.items()],
+        remove=list(remove),
+    )
+    assert plan["service_manager"] == "launchd"
+    return plan
 
 
 def include(tasks_from: str, name: str) -> dict:
@@ -152,7 +183,7 @@ APPLY = [
     {
         "name": "dir",
         "ansible.builtin.file": {
-            "path": "{{ _workflow_agent_launchd_dir }}",
+            "path": "{{ _workflow_agent_plan.launchd_dir }}",
             "state": "directory",
             "mode": "0755",
         },
@@ -161,7 +192,7 @@ APPLY = [
     include("state_launchd", "state"),
     {  # as converge.yml drives them: one instance after the other
         **include("state_launchd_one", "each"),
-        "loop": "{{ _workflow_agent_present }}",
+        "loop": "{{ _workflow_agent_plan.present }}",
         "loop_control": {
             "loop_var": "_workflow_agent_instance",
             "index_var": "_workflow_agent_index",
@@ -276,7 +307,7 @@ def test_restart_kickstarts_one_at_a_time_and_checks_health(tmp_path, launchd, a
                 "tasks_from": "restart_one_launchd",
             },
             "vars": {"_workflow_agent_instance": "{{ item }}"},
-            "loop": "{{ _workflow_agent_present }}",
+            "loop": "{{ _workflow_agent_plan.present }}",
         }
     ]
     run = run_play(
@@ -314,7 +345,7 @@ def test_removed_instance_is_booted_out_and_its_files_go(tmp_path, launchd, agen
     run = run_play(
         tmp_path / "play",
         remove,
-        variables=role_vars(tmp_path, launchd, agents, _workflow_agent_remove=["2"]),
+        variables=role_vars(tmp_path, launchd, agents, remove=["2"]),
         env=launchd.env,
     )
     assert run.rc == 0, run.output

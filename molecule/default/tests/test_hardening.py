@@ -33,8 +33,10 @@ def render(target: str) -> str:
     return env.from_string(TEMPLATE.read_text()).render(
         ansible_managed="Ansible managed (test_hardening.py)",
         _workflow_agent_deploy_targets=[target],
-        _workflow_agent_job_user="workflow-agent-job",
-        _workflow_agent_job_home="/var/lib/workflow-agent/job-home",
+        _workflow_agent_plan={
+            "job_user": "workflow-agent-job",
+            "job_home": {"path": "/var/lib/workflow-agent/job-home"},
+        },
         _workflow_agent_stop_timeout=150,
         workflow_agent_user="workflow-agent",
         workflow_agent_group="workflow-agent",

@@ -1,0 +1,302 @@
+"""The agent role's plan for one host (module_utils/agent_plan.py): what the look asks and what
+must change, as tables of cases. The role acts on this plan only; Molecule runs it on real
+hosts (Debian 12 and 13), tests/system/test_role_launchd.py on a mocked launchctl."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.agent_plan import (
+    INPUTS,
+    REMOVED_PIP_INDEX,
+    plan,
+    request,
+    settings,
+)
+
+DEBIAN = {"os_family": "Debian", "supported": True}
+MACOS = {"os_family": "Darwin", "supported": True}
+INPUT = {
+    "state": "present",
+    "service_state": "started",
+    "service_enabled": True,
+    "user": "wfa",
+    "group": "wfa",
+    "config_dir": "/etc/wfa",
+    "data_dir": "/var/lib/wfa",
+    "install_dir": "/opt/wfa",
+    "log_dir": "/var/log/wfa",
+    "ca_bundle": "",
+    "instances": ["1", "b"],
+    "http_port_base": 8080,
+    "config": {},
+    "version": "0.2.0",
+    "job_user": "wfa-job",
+    "launchd_label": "com.example.wfa",
+    "python": "",
+    "pip_index_url": "",
+}
+
+
+def inputs(**over):
+    return dict(INPUT, **over)
+
+
+def test_the_inputs_are_the_plans_variables():
+    assert set(INPUT) == set(INPUTS)
+
+
+def by_path(paths):
+    return {p["path"]: p for p in paths}
+
+
+def test_systemd_paths_owners_and_modes_declared_once():
+    s = settings(inputs(ca_bundle="PEM\n"), DEBIAN, env_sha1="e" * 40)
+    paths = by_path(s["paths"])
+    assert list(paths) == [
+        "/etc/wfa",
+        "/var/lib/wfa",
+        "/var/lib/wfa/1",
+        "/var/lib/wfa/1/shared",
+        "/var/lib/wfa/b",
+        "/var/lib/wfa/b/shared",
+        "/etc/wfa/ca-bundle.pem",
+        "/etc/wfa/environment",
+    ]
+    assert paths["/etc/wfa"] == {
+        "path": "/etc/wfa",
+        "state": "directory",
+        "owner": "root",
+        "group": "wfa",
+        "mode": "0750",
+    }
+    # The job user reaches its work/ through the data directories: x only.
+    assert {paths[p]["mode"] for p in list(paths)[1:6]} == {"0711"}
+    ca = paths["/etc/wfa/ca-bundle.pem"]
+    assert ca["sha1"] == hashlib.sha1(b"PEM\n").hexdigest()  # noqa: S324
+    assert (ca["owner"], ca["group"], ca["mode"], ca["content"]) == (
+        "root",
+        "root",
+        "0644",
+        "ca_bundle",
+    )
+    assert "PEM" not in str(s)  # contents never go out, only their hash
+    env = paths["/etc/wfa/environment"]
+    assert (env["mode"], env["sha1"], env["content"]) == ("0640", "e" * 40, "environment")
+    assert s["config_file"] == {"owner": "root", "group": "wfa", "mode": "0640"}
+    assert s["unit_file"] == {
+        "path": "/etc/systemd/system/workflow-agent@.service",
+        "owner": "root",
+        "group": "root",
+        "mode": "0644",
+    }
+    assert s["job_home"] == {
+        "path": "/var/lib/wfa/job-home",
+        "state": "directory",
+        "owner": "wfa-job",
+        "group": "wfa-job",
+        "mode": "0700",
+    }
+    assert s["pythons"] == ["/usr/bin/python3"]
+    assert s["venv"] == "/opt/wfa/0.2.0"
+
+
+def test_launchd_has_no_job_user_a_log_directory_and_its_own_root_group():
+    s = settings(inputs(), MACOS)
+    paths = by_path(s["paths"])
+    assert "/var/log/wfa" in paths and paths["/var/lib/wfa"]["mode"] == "0750"
+    assert paths["/etc/wfa/ca-bundle.pem"] == {"path": "/etc/wfa/ca-bundle.pem", "state": "absent"}
+    assert "/etc/wfa/environment" not in paths
+    assert (s["job_user"], s["job_user_spec"]) == ("", None)
+    assert (s["service_manager"], s["root_group"], s["plist_file"]["group"]) == (
+        "launchd",
+        "wheel",
+        "wheel",
+    )
+    assert s["pythons"][0].startswith("/Library/Frameworks/")
+    assert settings(inputs(python="/opt/py/bin/python3"), MACOS)["pythons"] == [
+        "/opt/py/bin/python3"
+    ]
+
+
+def test_an_unsupported_platform_has_no_service_manager():
+    s = settings(inputs(), {"os_family": "RedHat", "supported": False})
+    assert (s["service_manager"], s["pythons"]) == ("none", [])
+
+
+@pytest.mark.parametrize(
+    ("over", "check_mode", "wanted"),
+    [
+        ({}, False, True),
+        ({}, True, False),  # check mode starts nothing to ask
+        ({"service_state": "stopped"}, False, False),
+        ({"instances": 0}, False, False),
+    ],
+)
+def test_health_is_wanted_of_started_instances_outside_check_mode(over, check_mode, wanted):
+    s = settings(dict(inputs(**over), check_mode=check_mode), DEBIAN)
+    assert s["health_wanted"] is wanted
+    assert request(inputs(**over), s)["health"] == ([8080, 8081] if wanted else [])
+
+
+def test_bad_instances_and_the_removed_pip_index_are_problems():
+    s = settings(inputs(instances=["a", "a"], pip_index_url="https://pypi.example/simple"), DEBIAN)
+    assert REMOVED_PIP_INDEX in s["problems"]
+    assert len(s["problems"]) == 2
+
+
+def test_state_absent_asks_for_discovery_only():
+    for platform, lists, systemd in (
+        (DEBIAN, [], {"systemd": {"pattern": "workflow-agent@*", "units": []}}),
+        (MACOS, ["/Library/LaunchDaemons"], {}),
+    ):
+        s = settings(inputs(state="absent"), platform)
+        assert request(inputs(state="absent"), s) == dict(
+            {"lists": ["/etc/wfa", "/opt/wfa", "/opt/wfa/wheelhouse"] + lists}, **systemd
+        )
+
+
+def test_state_present_on_systemd_asks_for_everything_the_plan_compares():
+    s = settings(inputs(service_state="stopped"), DEBIAN)
+    got = request(inputs(service_state="stopped"), s)
+    assert got["paths"][-2] == {
+        "path": "/opt/wfa/current",
+        "state": "link",
+        "src": "/opt/wfa/0.2.0",
+    }
+    assert got["paths"][-1]["path"] == "/var/lib/wfa/job-home"
+    assert all("content" not in p for p in got["paths"])  # the host is asked only what it checks
+    assert [u["name"] for u in got["users"]] == ["wfa", "wfa-job"]
+    assert got["groups"] == ["docker"]
+    assert got["reads"] == ["/opt/wfa/0.2.0/.wheelhouse"]
+    assert got["files"] == [
+        "/etc/systemd/system/workflow-agent@.service",
+        "/etc/wfa/1.yaml",
+        "/etc/wfa/b.yaml",
+    ]
+    assert got["systemd"]["units"] == [
+        {"name": "workflow-agent@1.service", "started": False, "enabled": True},
+        {"name": "workflow-agent@b.service", "started": False, "enabled": True},
+    ]
+
+
+def test_state_present_on_launchd():
+    got = request(inputs(), settings(inputs(), MACOS))
+    assert "systemd" not in got
+    assert got["groups"] == []
+    assert got["files"] == ["/etc/wfa/1.yaml", "/etc/wfa/b.yaml"]
+    assert [u["name"] for u in got["users"]] == ["wfa"]
+
+
+HEALTHY = [{"healthy": True, "instance": "1"}, {"healthy": True, "instance": "b"}]
+
+
+# What the look found -> what the plan says must change.
+@pytest.mark.parametrize(
+    ("name", "over", "found", "want"),
+    [
+        (
+            "a fresh host: the base, the job user, nothing to remove",
+            {},
+            {
+                "paths_differ": ["/etc/wfa", "/opt/wfa/current", "/var/lib/wfa/job-home"],
+                "users_differ": ["wfa", "wfa-job"],
+            },
+            {
+                "base_todo": True,
+                "job_user_todo": True,
+                "remove": [],
+                "existing": [],
+                "seen_healthy": False,
+            },
+        ),
+        (
+            "all as wanted and healthy: nothing",
+            {},
+            {"lists": {"/etc/wfa": ["1.yaml", "b.yaml"]}, "health": HEALTHY},
+            {"base_todo": False, "job_user_todo": False, "remove": [], "seen_healthy": True},
+        ),
+        (
+            # Only the install's link differs: that is the install's, not the base's (the
+            # _base_todo back-and-forth of an earlier round).
+            "only `current` differs: not the base",
+            {},
+            {"paths_differ": ["/opt/wfa/current"]},
+            {"base_todo": False, "job_user_todo": False},
+        ),
+        (
+            "only the job user's home differs: the job user, not the base",
+            {},
+            {"paths_differ": ["/var/lib/wfa/job-home"]},
+            {"base_todo": False, "job_user_todo": True},
+        ),
+        (
+            "the job user differs but there is none on launchd",
+            {"platform": MACOS},
+            {"users_differ": ["wfa-job"]},
+            {"base_todo": False, "job_user_todo": False},
+        ),
+        (
+            "the agent's user differs: the base",
+            {},
+            {"users_differ": ["wfa"]},
+            {"base_todo": True},
+        ),
+        (
+            "an instance no longer wanted, found by config, unit and plist",
+            {},
+            {
+                "lists": {"/etc/wfa": ["1.yaml", "c.yaml", "notes.txt"]},
+                "systemd": {"listed": ["workflow-agent@d.service", "other@x.service"]},
+            },
+            {"configured": ["1", "c"], "existing": ["1", "c", "d"], "remove": ["c", "d"]},
+        ),
+        (
+            "launchd plists name instances too",
+            {"platform": MACOS},
+            {"lists": {"/Library/LaunchDaemons": ["com.example.wfa.z.plist", "com.other.plist"]}},
+            {"existing": ["z"], "remove": ["z"]},
+        ),
+        (
+            "uninstall removes every instance",
+            {"state": "absent"},
+            {"lists": {"/etc/wfa": ["1.yaml"]}},
+            {"remove": ["1"]},
+        ),
+        (
+            "an instance answering with another's name is not seen healthy",
+            {},
+            {"health": [{"healthy": True, "instance": "b"}, {"healthy": True, "instance": "1"}]},
+            {"seen_healthy": False},
+        ),
+        (
+            "one unhealthy instance",
+            {},
+            {"health": [{"healthy": True, "instance": "1"}, {"healthy": False, "instance": None}]},
+            {"seen_healthy": False},
+        ),
+    ],
+)
+def test_what_must_change(name, over, found, want):
+    platform = over.pop("platform", DEBIAN)
+    got = plan(inputs(**over), platform, found)
+    assert {key: got[key] for key in want} == want, name
+
+
+def test_paths_todo_are_the_differing_base_paths_with_their_owner_and_mode():
+    got = plan(inputs(), DEBIAN, {"paths_differ": ["/var/lib/wfa/b", "/opt/wfa/current"]})
+    assert got["paths_todo"] == [
+        {
+            "path": "/var/lib/wfa/b",
+            "state": "directory",
+            "owner": "wfa",
+            "group": "wfa",
+            "mode": "0711",
+        }
+    ]
+
+
+def test_no_look_means_nothing_found():
+    got = plan(inputs(), DEBIAN, {})
+    assert (got["existing"], got["remove"], got["base_todo"]) == ([], [], False)
