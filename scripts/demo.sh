@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make demo`: the main job. An emulator and 3 systemd container "hosts" on one docker network,
-# the collection (installed from its tarball) rolls out a pool of 6 agents over them with its
+# the collection (built, and installed from its tarball) rolls out a pool of 6 agents over them with its
 # rollout playbook (2 per host), then 12 jobs and one real Pulumi deployment run, and tables show
 # who ran what and the deployed stack's outputs. A real Prometheus (scripts/prometheus.sh, on
 # loopback) scrapes the agents through the file_sd the rollout wrote, and the end compares the
@@ -29,7 +29,8 @@ HOST_BASE=local/debian12-systemd:latest
 HOST_DIR=tests/images/demo-host
 # Pipelining: fewer round trips per task; profile_tasks: a clock on every task as it runs.
 export ANSIBLE_PIPELINING=1 ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# Each step with the demo's clock, so that a slow step shows where it is.
+step() { printf '\n\033[1m==> [%ss] %s\033[0m\n' "$(( $(date +%s) - ${t0:-$(date +%s)} ))" "$*"; }
 
 down() {
   step "Removing the demo containers and network"
@@ -46,6 +47,32 @@ down() {
 pulumi_build() { # log file
   (export WFA_GO_NICE=0
    bash scripts/build-go-tool.sh pulumi && bash scripts/build-go-tool.sh pulumi-language-yaml) 2>"$1"
+}
+
+# The images the demo runs, and nothing else (no job, agent or execution-environment image: the
+# agents run jobs as host processes): the hosts' (below) on the bookworm Molecule host image, the
+# emulator's on the plain one. Each is reused while its inputs are unchanged.
+images() {
+  bash scripts/images.sh bookworm
+  bash tests/emulator/build-image.sh
+  host_image
+  bash scripts/prometheus.sh install
+}
+
+# The collection as a user installs a release: built into a tarball and installed from it, with
+# its dependencies (community.docker, kubernetes.core) from the venv's ansible bundle (--offline:
+# no Galaxy). Galaxy's importer, a Galaxy server and the execution environment are `make galaxy`'s.
+collection() {
+  local tarball log=$DEMO/collection.log
+  rm -rf "$DEMO/dist"; mkdir -p "$DEMO/dist"
+  export ANSIBLE_COLLECTIONS_PATH=$DEMO/collections
+  if ! { ansible-galaxy collection build --force --output-path "$DEMO/dist" . &&
+         tarball=$(ls "$DEMO"/dist/selfhosted-workflow_agent-*.tar.gz) &&
+         ansible-galaxy collection install --offline --force -p "$ANSIBLE_COLLECTIONS_PATH" "$tarball"
+       } >"$log" 2>&1; then
+    tail -n 20 "$log"; echo "building or installing the collection failed (log: $log)"; exit 1
+  fi
+  echo "$(basename "$tarball") installed at $ANSIBLE_COLLECTIONS_PATH (log: $log)"
 }
 
 # The hosts' image: the Molecule host plus git, rebuilt only when its inputs change (the hash
@@ -94,10 +121,11 @@ up() {
   build_pid=$!
   echo "log: $DEMO/pulumi-build.log"
 
+  step "Building the images the demo runs (each reused while its inputs are unchanged)"
+  images
+
   step "Building the collection and installing it from its tarball"
-  bash scripts/galaxy.sh >"$DEMO/galaxy.log" 2>&1 || { tail -n 30 "$DEMO/galaxy.log"; exit 1; }
-  export ANSIBLE_COLLECTIONS_PATH=$STATE/collections
-  echo "installed at $ANSIBLE_COLLECTIONS_PATH (log: $DEMO/galaxy.log)"
+  collection
 
   step "Starting the service emulator"
   [ -s "$DEMO/pool-token" ] || (umask 077; printf 'pul-%s' "$(openssl rand -hex 20)" >"$DEMO/pool-token")
@@ -115,7 +143,6 @@ up() {
   echo "emulator at $EMU_URL (inside the network: http://$EMU:8080)"
 
   step "Starting 3 systemd container hosts"
-  host_image
   for h in "${HOSTS[@]}"; do
     # A host of an older image (an earlier demo's) lacks what the deployment needs: replaced.
     if [ -n "$($DOCKER container inspect -f '{{.Image}}' "$h" 2>/dev/null)" ] &&
