@@ -6,6 +6,10 @@ baseline alternate (B A B A ...) `repeats` times; the first converge happens onc
 after one baseline. The collection is used from this working tree (a symlinked collections
 path).
 
+With WFA_BENCH_BEFORE=<git revision>, each no-op repeat also runs that revision's rollout
+(same hosts, same agent source), so a change to the no-op path is measured before and after in
+the same run: B A P, B A P, ... (P: the previous revision).
+
 The hosts, the network and the emulator container are named wfa-rel-bench-* and removed after.
 """
 
@@ -123,12 +127,22 @@ def _setup(work: Path, count: int) -> None:
     collections = work / "collections" / "ansible_collections" / "selfhosted"
     collections.mkdir(parents=True)
     (collections / "workflow_agent").symlink_to(REPO)
+    if BEFORE:
+        tree = work / "before" / "ansible_collections" / "selfhosted" / "workflow_agent"
+        tree.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", BEFORE], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
 
 
-def _play(work: Path, playbook: str, log: str, serial: str = SERIAL) -> dict:
+BEFORE = os.environ.get("WFA_BENCH_BEFORE", "")
+
+
+def _play(work: Path, playbook: str, log: str, serial: str = SERIAL, before: bool = False) -> dict:
     env = {
         **os.environ,
-        "ANSIBLE_COLLECTIONS_PATH": str(work / "collections"),
+        "ANSIBLE_COLLECTIONS_PATH": str(work / ("before" if before else "collections")),
         "ANSIBLE_FORKS": str(FORKS),
         "ANSIBLE_HOST_KEY_CHECKING": "false",
         "ANSIBLE_NOCOLOR": "1",
@@ -140,6 +154,8 @@ def _play(work: Path, playbook: str, log: str, serial: str = SERIAL) -> dict:
         "ansible-playbook", "-i", str(work / "inventory.yml"), playbook,
         "-e", f"workflow_agent_serial={serial}",
     ]  # fmt: skip
+    if before:  # the same agent (and so the same install) as this tree's
+        cmd += ["-e", f"workflow_agent_source_dir={REPO / 'agent'}"]
     t0 = time.monotonic()
     proc = subprocess.run(
         cmd, capture_output=True, text=True, env=env, cwd=work, timeout=3600, check=False
@@ -196,14 +212,19 @@ def size(work: Path, count: int, repeats: int) -> dict:
         if no_op["changed"]:
             changed = no_op["changed"]
             raise RuntimeError(f"no-op rollout {i} changed {changed} tasks (rollout-{i}.log)")
-        runs.append(
-            {
-                "baseline_s": base["seconds"],
-                "no_op_s": no_op["seconds"],
-                "no_op_ratio": round(no_op["seconds"] / base["seconds"], 2),
-                "no_op_s_per_host": round(no_op["seconds"] / count, 3),
-            }
-        )
+        run = {
+            "baseline_s": base["seconds"],
+            "no_op_s": no_op["seconds"],
+            "no_op_ratio": round(no_op["seconds"] / base["seconds"], 2),
+            "no_op_s_per_host": round(no_op["seconds"] / count, 3),
+        }
+        if BEFORE:
+            prev = _play(work, "selfhosted.workflow_agent.rollout", f"before-{i}.log", before=True)
+            if prev["changed"]:
+                raise RuntimeError(f"{BEFORE}'s no-op rollout {i} changed {prev['changed']} tasks")
+            run["before_no_op_s"] = prev["seconds"]
+            run["before_no_op_ratio"] = round(prev["seconds"] / base["seconds"], 2)
+        runs.append(run)
     return {
         "hosts": count,
         "baseline_before": baseline_before,
@@ -221,6 +242,8 @@ def run(sizes: tuple[int, ...] = SIZES, repeats: int = 5) -> dict:
         return {"na": "n/a: playbooks/rollout.yml does not exist yet"}
     work = STATE / "rollout"
     out: dict = {"forks": FORKS, "serial": SERIAL, "repeats": repeats, "sizes": {}}
+    if BEFORE:
+        out["before"] = BEFORE
     try:
         for count in sizes:
             shutil.rmtree(work, ignore_errors=True)
