@@ -274,3 +274,26 @@ def test_opt_ins_off_by_default_engine_and_restricted_profile(docker_harness):
     assert results["engine"][2] == "engine: unix:///var/run/docker.sock"
     uid, caps, _ = results["restricted"]
     assert uid == "1000" and int(caps, 16) == 0
+
+
+def test_oidc_token_reaches_its_file_through_the_keepalive_not_an_exec(docker_harness):
+    """The keepalive writes the token from its attached stdin before it says it is ready: the
+    file is there once prepare returns, no exec ran for it, and the token is in neither the
+    container's log nor its config."""
+    h = docker_harness
+    target = h.target()
+    secret = f"eyJ0eXAiOiJKV1QifQ.{token()}"
+    job = h.job("true", oidc_token=secret)
+    target.prepare(job)
+    try:
+        [container] = h.containers(job)
+        assert container.attrs["ExecIDs"] is None  # nothing exec'd yet
+        check = container.exec_run(["/bin/sh", "-c", "stat -c %a /mnt/pulumi/pulumi.oidc"])
+        assert check.output.decode().strip() == "600"
+        read = container.exec_run(["cat", "/mnt/pulumi/pulumi.oidc"])
+        assert read.output.decode() == secret
+        assert secret not in container.logs().decode()
+        assert secret not in h.inspect(job)
+    finally:
+        target.cleanup(job)
+    assert h.leftovers(job) == []

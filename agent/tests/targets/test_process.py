@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from dataclasses import replace
 
 import pytest
 from target_harness import host_processes_with, make_config, run_steps, token
@@ -215,3 +216,35 @@ def test_no_step_process_outlives_cleanup_even_when_it_ignores_term(process_harn
         target.cleanup(job)
     assert host_processes_with(tok) == []
     assert os.listdir(process_harness.base) == []
+
+
+def test_a_shell_that_is_not_there_fails_the_step_with_its_name(process_harness):
+    """Before any PULUMI_ENV line the step's shell starts without the wrapper; a shell that is not
+    there still ends the step as the wrapper would: exit code 127, the shell's name said."""
+    target = process_harness.target()
+    job = replace(process_harness.job("true"), shell="no-such-sh")  # noqa: S604 - a job's field
+    target.prepare(job)
+    try:
+        res = run_steps(target, job)
+    finally:
+        target.cleanup(job)
+    assert [o.exit_code for o in res.outcomes] == [127], res
+    assert any("no-such-sh" in line for line in res.lines[0]), res
+
+
+def test_the_step_is_the_shell_itself_until_pulumi_env_has_lines(process_harness):
+    """One exec fewer while there is nothing to load: the first step's own process is the job's
+    shell; after a step wrote to PULUMI_ENV, the wrapper loads it (its `Loading` line)."""
+    target = process_harness.target()
+    job = process_harness.job(
+        'cat /proc/$$/cmdline | tr "\\0" " "; echo; echo "A=1" >> "$PULUMI_ENV"', 'echo "A=$A"'
+    )
+    target.prepare(job)
+    try:
+        res = run_steps(target, job)
+    finally:
+        target.cleanup(job)
+    assert [o.succeeded for o in res.outcomes] == [True, True], res
+    assert res.lines[0][0].startswith("/bin/sh -c cat /proc"), res
+    assert res.lines[1][0].startswith("[workflow-agent] Loading PULUMI_ENV from")
+    assert res.lines[1][1:] == ["A=1"]

@@ -9,7 +9,10 @@ DOCKER_CERT_PATH). Per job:
 - **Container.** `workflow-agent-job-<job>-<random>` from the job image, labelled with the job id,
   run id and agent instance. Its entrypoint is replaced by a /bin/sh keepalive loop, with the
   engine's init (tini) as PID 1 to reap orphans; the loop's first line, read from the attached
-  output, proves /bin/sh runs (an image without it fails the job with what the container said).
+  output, proves /bin/sh runs (an image without it fails the job with what the container said)
+  and that the OIDC token, if any, is in place. The engine's own work dominates a job's start
+  (create + start ≈ a bare `docker run`; each exec ≈ 50 ms more), so the only exec before
+  the first step is the step's own.
   It runs as the image's own user (`job_security_profile: image`), or with `restricted` as
   uid/gid 1000 with no capabilities and no privilege escalation. Environment: `JobSpec.env`
   (job env, allowlisted host variables, DOCKER_HOST), plus PULUMI_ENV and
@@ -22,8 +25,9 @@ DOCKER_CERT_PATH). Per job:
   bind-mounted and writable by any user of the image; each step's wrapper loads it. The
   deployment executor is copied into `work/.pulumi-deploy/`. A tmpfs is mounted at /mnt/pulumi;
   the claim's OIDC token is written there (`pulumi.oidc`, mode 0600, as the container's user)
-  over an exec's stdin, so it is in neither the container's config nor a host file, and each
-  step's wrapper exports it as PULUMI_OIDC_TOKEN.
+  by the keepalive itself, from its attached stdin, before its ready line: so it is in neither
+  the container's config nor a host file, and costs no exec of its own; each step's wrapper
+  exports it as PULUMI_OIDC_TOKEN.
 - **Opt-ins.** `job_ca_bundle`: the agent's CA bundle, read-only at
   /etc/ssl/certs/ca-certificates.crt (the image's own store is replaced: the bundle holds the
   system's CAs too), named by SSL_CERT_FILE and its kin. `job_docker`: the agent's Docker
@@ -63,6 +67,7 @@ import docker
 import docker.errors
 from docker.types import Mount
 from docker.utils import parse_repository_tag
+from docker.utils.socket import frames_iter
 
 from workflow_agent.targets import _execpump, _jobdir, _stepwrap
 from workflow_agent.targets.base import (
@@ -91,6 +96,12 @@ WORKDIR = "/mnt/workflow"  # the per-job volume
 STEP_DIR = "/"  # where steps run [RE: upstream's runner]
 READY = b"workflow-agent: job container ready"
 KEEPALIVE = f'echo "{READY.decode()}"; trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
+TOKEN_FAILED = "workflow-agent: cannot write the OIDC token"  # noqa: S105 - a message
+# With an OIDC token: the keepalive first writes the line on its stdin to $1 (a subshell keeps
+# the umask and the variable out of the loop), and only then says it is ready.
+KEEPALIVE_WITH_TOKEN = (
+    f'({WRITE_TOKEN_SCRIPT}) || {{ echo "{TOKEN_FAILED}"; exit 1; }}; {KEEPALIVE}'
+)
 GRACE_SECONDS = 10.0
 JOB_CA_PATH = "/etc/ssl/certs/ca-certificates.crt"
 ENGINE_SOCKET = "/var/run/docker.sock"
@@ -187,24 +198,31 @@ class DockerTarget(BaseTarget):
         hardening = {}
         if self._cfg.job_security_profile == "restricted":
             hardening = {"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]}
+        command = [KEEPALIVE]
+        if job.oidc_token:
+            command = [KEEPALIVE_WITH_TOKEN, "workflow-job", OIDC_TOKEN_PATH]
         try:
             cid = api.create_container(
                 job.image,
                 entrypoint=["/bin/sh", "-c"],
-                command=[KEEPALIVE],
+                command=command,
+                # The token's way in. Not detached, the SDK sets StdinOnce with it: the end of
+                # what we send then closes the keepalive's stdin, not our attachment.
+                stdin_open=bool(job.oidc_token),
                 name=name,
                 labels=labels,
                 environment=environment,
                 working_dir=STEP_DIR,
                 user=RESTRICTED_USER if hardening else None,
                 host_config=api.create_host_config(mounts=mounts, init=True, **hardening),
-                detach=True,
+                detach=not job.oidc_token,
             )["Id"]
             state.container = self._client.containers.prepare_model({"Id": cid, "Name": name})
             # Attached before the start, as `docker run` does: the keepalive's first line
             # proves /bin/sh runs in there ("running" alone may only be the init), and if the
             # container dies instead, what it printed says why.
-            output = api.attach(cid, stdout=True, stderr=True, stream=True)
+            params = {"stdout": 1, "stderr": 1, "stream": 1, "stdin": int(bool(job.oidc_token))}
+            output = api.attach_socket(cid, params=params)
             api.start(cid)
         except docker.errors.ImageNotFound:
             raise TargetError(
@@ -215,42 +233,15 @@ class DockerTarget(BaseTarget):
             raise TargetError(
                 f"cannot start the job container from {job.image}: {_why(exc)}"
             ) from None
-        ready, printed = _wait_ready(output)
+        ready, printed = _wait_ready(output, job.oidc_token)
+        if not ready and TOKEN_FAILED in printed:
+            raise TargetError(f"cannot write the job's OIDC token to {OIDC_TOKEN_PATH}: {printed}")
         if not ready:
             raise TargetError(
                 f"cannot start the job container from {job.image}: it exited at once "
                 f"(does the image have /bin/sh?): {printed or '/bin/sh does not run'}"
             )
-        if job.oidc_token:
-            self._write_token(cid, job.oidc_token)
         log.info("job %s: container %s, work dir %s", job.job_id, name, jd.work)
-
-    def _write_token(self, cid: str, token: str) -> None:
-        """The OIDC token into the container's tmpfs, over the stdin of an exec."""
-        argv = ["/bin/sh", "-c", WRITE_TOKEN_SCRIPT, "workflow-token", OIDC_TOKEN_PATH]
-        api = self._client.api
-        try:
-            exec_id = api.exec_create(cid, argv, stdin=True)["Id"]
-            sock = api.exec_start(exec_id, socket=True)
-            raw = getattr(sock, "_sock", sock)  # a SocketIO (unix socket) wraps the socket
-            raw.settimeout(60)
-            try:
-                raw.sendall(token.encode() + b"\n")
-                if hasattr(raw, "shutdown_write"):  # paramiko (ssh://)
-                    raw.shutdown_write()
-                else:
-                    raw.shutdown(socket.SHUT_WR)
-                while raw.recv(4096):  # until the exec has ended
-                    pass
-            finally:
-                raw.close()
-            code = self._exit_code(exec_id)
-        except (docker.errors.DockerException, OSError) as exc:
-            raise TargetError(f"cannot write the job's OIDC token: {_why(exc)}") from None
-        if code != 0:
-            raise TargetError(
-                f"cannot write the job's OIDC token to {OIDC_TOKEN_PATH} (exit code {code})"
-            )
 
     def _pull(self, job: JobSpec) -> None:
         image = job.image
@@ -466,18 +457,27 @@ def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-def _wait_ready(output) -> tuple[bool, str]:
-    """Read the attached output until the keepalive says it runs (True), or the container ends
-    (False, with the end of what it printed). The attachment is closed either way."""
+def _wait_ready(sock, token: str) -> tuple[bool, str]:
+    """Hand the keepalive the OIDC token (when there is one) on the attached stdin, then read
+    the attached output until it says it runs (True), or the container ends (False, with the end
+    of what it printed). The attachment is closed either way."""
     seen = b""
+    raw = getattr(sock, "_sock", sock)  # a SocketIO (unix socket) wraps the socket
     try:
-        for chunk in output:
+        if token:
+            raw.sendall(token.encode() + b"\n")
+            if hasattr(raw, "shutdown_write"):  # paramiko (ssh://)
+                raw.shutdown_write()
+            else:
+                raw.shutdown(socket.SHUT_WR)  # the end of stdin; the output goes on
+        for _stream, chunk in frames_iter(sock, tty=False):
             seen = (seen + chunk)[-4096:]
             if READY in seen:
                 return True, ""
     except Exception as exc:  # a broken attachment: the container's fate is unknown
         log.debug("attach stream ended: %s", exc)
     finally:
-        with contextlib.suppress(Exception):  # SSH connections cannot be closed early
-            output.close()
+        for each in (sock, raw):
+            with contextlib.suppress(Exception):  # SSH connections cannot be closed early
+                each.close()
     return False, " ".join(seen.decode(errors="replace").split())[-500:]

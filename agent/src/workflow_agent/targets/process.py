@@ -240,27 +240,47 @@ class ProcessTarget(BaseTarget):
         if missing:
             return StepOutcome(None, "error", f"working directory {step.workdir} does not exist")
         shell = job.shell_or_default
-        # /bin/sh loads PULUMI_ENV's variables, then becomes the job's shell running the step.
-        body = _stepwrap.runtime_prelude() + 'exec "$2" -c "$1"'
-        argv = ["/bin/sh", "-c", body, "workflow-step", step.run, shell]
+        # While PULUMI_ENV is empty (always before a step wrote to it) the wrapper has nothing to
+        # load: the job's shell runs the step itself, one exec fewer. A shell that is not there
+        # still gets the wrapper, whose /bin/sh says so in the step's output.
+        direct = not self._user and _empty(state.jobdir.pulumi_env)
+        try:
+            proc = self._popen(state, job, step, cwd, direct=direct)
+        except FileNotFoundError:
+            proc = None
+        except OSError as exc:
+            return StepOutcome(None, "error", f"cannot start {shell}: {exc.strerror or exc}")
+        if proc is None:
+            try:
+                proc = self._popen(state, job, step, cwd, direct=False)
+            except OSError as exc:
+                return StepOutcome(None, "error", f"cannot start {shell}: {exc.strerror or exc}")
+        self._record_group(state, proc.pid)
+        return _ProcessStep(proc, LineSplitter(on_line), self._grace)
+
+    def _popen(
+        self, state: _Job, job: JobSpec, step: Step, cwd: Path, *, direct: bool
+    ) -> subprocess.Popen:
+        shell = job.shell_or_default
+        if direct:
+            argv = [shell, "-c", step.run]
+        else:
+            # /bin/sh loads PULUMI_ENV's variables, then becomes the job's shell running the step.
+            body = _stepwrap.runtime_prelude() + 'exec "$2" -c "$1"'
+            argv = ["/bin/sh", "-c", body, "workflow-step", step.run, shell]
         if self._user:  # the agent may not enter work/: the step changes directory itself
             argv = [*self._user.prefix, self._user.env, f"--chdir={cwd}", *argv]
         if self._cgroups:
             argv = self._cgroups.wrap(state.cgroup, argv)
-        try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=None if self._user else cwd,
-                env=self.environment(job, work),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # setsid: own session and process group (pgid == pid)
-            )
-        except OSError as exc:
-            return StepOutcome(None, "error", f"cannot start {shell}: {exc.strerror or exc}")
-        self._record_group(state, proc.pid)
-        return _ProcessStep(proc, LineSplitter(on_line), self._grace)
+        return subprocess.Popen(
+            argv,
+            cwd=None if self._user else cwd,
+            env=self.environment(job, state.jobdir.work),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # setsid: own session and process group (pgid == pid)
+        )
 
     def cleanup(self, job: JobSpec) -> None:
         with self._lock:
@@ -315,6 +335,13 @@ class ProcessTarget(BaseTarget):
             state.jobdir.write_owner({**state.jobdir.owner(), "groups": state.groups})
         except OSError as exc:  # only orphan cleanup after a crash depends on it
             log.warning("could not record process group %s: %s", pgid, exc)
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _is_ours(group: dict) -> bool:
