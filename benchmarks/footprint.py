@@ -3,8 +3,12 @@ requests against the poll schedule (each poller waits polling_interval plus up t
 with the default workflow types a slot has two pollers: deployments and leases).
 
 Baselines, over the same window as the agent (they run beside it): an idle bare Python
-interpreter, and one that has imported the agent's libraries (httpx, pydantic, PyYAML,
-prometheus-client) and nothing else.
+interpreter; one that has imported the agent's libraries (httpx, pydantic, PyYAML,
+prometheus-client) and nothing else; and the floor: the same, having also validated one
+two-field pydantic model. Pydantic builds its schema machinery on a first model, not on import,
+so any process that validates its config with pydantic holds at least that much: an agent that
+validates its config when it starts cannot idle under the floor (its whole config schema adds
+well under 1 MB to it).
 """
 
 from __future__ import annotations
@@ -53,10 +57,19 @@ def _idle(proc: subprocess.Popen, cpu0: float, elapsed: float) -> dict:
     }
 
 
+LIBS = "import httpx, pydantic, yaml, prometheus_client"
+TINY_MODEL = """
+class Tiny(pydantic.BaseModel):
+    name: str
+    count: int
+Tiny.model_validate({"name": "floor", "count": 1})"""
+
+
 def run(window: float) -> dict:
     baselines = {
         "baseline_python": _idle_python("pass"),
-        "baseline_python_libs": _idle_python("import httpx, pydantic, yaml, prometheus_client"),
+        "baseline_python_libs": _idle_python(LIBS),
+        "baseline_floor": _idle_python(LIBS + TINY_MODEL),
     }
     try:
         return _run(window, baselines)
@@ -117,6 +130,7 @@ def _run(window: float, baselines: dict[str, subprocess.Popen]) -> dict:
         **base,
     }
     out["rss_ratio"] = round(out["rss_mb_median"] / base["baseline_python_libs"]["rss_mb"], 2)
+    out["rss_floor_ratio"] = round(out["rss_mb_median"] / base["baseline_floor"]["rss_mb"], 2)
     return out
 
 

@@ -4,7 +4,11 @@ step prints its own start time), over N jobs, one at a time, on the process and 
 Baselines, measured in the same run:
 - process: a bare client doing the same protocol calls (poll, ack, job definition, step
   running) with httpx, then fork/exec of the same step: the floor any agent pays;
-- docker: a bare `docker run --rm <image> sh -c <step>`, timed from the moment it is started.
+- docker: a bare `docker run --rm <image> sh -c <step>`, timed from the moment it is started;
+  and, beside it, the floor of the agent's design (a long-lived job container, each step an
+  exec in it, so that files and processes persist between steps): the same image created and
+  started through the Engine API with a keepalive, then the step exec'd in it, with nothing
+  else around it (no attachment, no token, no protocol).
 
 Each job's protocol phases come from the emulator's event record (claimed, accepted, step 1
 running); where a figure's median misses its goal over the repeated runs, the claim-to-step path
@@ -121,6 +125,38 @@ def bare_docker_run(runs: int) -> dict:
     return _summary(totals)
 
 
+def engine_exec(runs: int, socket_path: str = "/var/run/docker.sock") -> dict:
+    """Create + start (a keepalive, the engine's init, as the agent's job container), then one
+    exec of the step, through the Engine API over its unix socket; timed from the create."""
+    keepalive = 'trap "exit 0" TERM; while :; do sleep 3600 & wait; done'
+    container = {
+        "Image": JOB_IMAGE,
+        "Entrypoint": ["/bin/sh", "-c"],
+        "Cmd": [keepalive],
+        "WorkingDir": "/",
+        "HostConfig": {"Init": True},
+    }
+    step = {"Cmd": ["/bin/sh", "-c", STEP], "AttachStdout": True, "AttachStderr": True}
+    totals = []
+    transport = httpx.HTTPTransport(uds=socket_path)
+    with httpx.Client(transport=transport, base_url="http://engine/v1.41", timeout=300) as api:
+        for i in range(runs + WARMUP):
+            t0 = time.time()
+            created = api.post("/containers/create", json=container)
+            created.raise_for_status()
+            cid = created.json()["Id"]
+            try:
+                api.post(f"/containers/{cid}/start").raise_for_status()
+                exec_id = api.post(f"/containers/{cid}/exec", json=step).json()["Id"]
+                # Not a TTY: the output comes in frames, each after an 8-byte header.
+                out = api.post(f"/exec/{exec_id}/start", json={"Detach": False, "Tty": False})
+            finally:
+                api.delete(f"/containers/{cid}", params={"force": 1})
+            if i >= WARMUP:
+                totals.append(float(out.content[8:]) - t0)
+    return _summary(totals)
+
+
 def profile(target: str, jobs: int = 10) -> dict:
     """The claim-to-step path in-process under cProfile: JobRunner.run with the real target
     against the emulator (the slot thread's work, on the main thread where cProfile sees it)."""
@@ -182,8 +218,13 @@ def run(jobs: int, docker_ok: bool) -> dict:
     if docker_ok:
         out["docker"] = agent_run("docker", jobs)
         out["bare_docker_run"] = bare_docker_run(jobs)
+        out["engine_exec"] = engine_exec(jobs)
         ratio = out["docker"]["median_ms"] / out["bare_docker_run"]["median_ms"]
         out["docker_ratio"] = round(ratio, 2)
+        ratio = out["docker"]["median_ms"] / out["engine_exec"]["median_ms"]
+        out["docker_engine_exec_ratio"] = round(ratio, 2)
+        ratio = out["engine_exec"]["median_ms"] / out["bare_docker_run"]["median_ms"]
+        out["engine_exec_docker_run_ratio"] = round(ratio, 2)
     return out
 
 

@@ -98,6 +98,18 @@ def rows(results: dict) -> list[list[str]]:
                     judge(o["docker_ratio"], 1.15),
                 ]
             )
+            if "engine_exec" in o:  # results measured before there was this floor have none
+                out.append(
+                    [
+                        "Docker floor of a step exec'd in a started container (Engine API)",
+                        fmt(o["engine_exec"]["median_ms"], " ms"),
+                        f"the agent {fmt(o['docker']['median_ms'], ' ms')}; "
+                        f"{fmt(o['engine_exec_docker_run_ratio'], '×', 2)} docker run",
+                        fmt(o["docker_engine_exec_ratio"], "×", 2),
+                        "a measured floor",
+                        "",
+                    ]
+                )
         else:
             out.append(["Overhead claim→step, docker", "n/a: no Docker engine", "", "", "", "n/a"])
     if not na("footprint", "Idle agent"):
@@ -113,6 +125,17 @@ def rows(results: dict) -> list[list[str]]:
                 judge(f["rss_mb_median"], 40),
             ]
         )
+        if "baseline_floor" in f:  # results measured before there was a floor have none
+            out.append(
+                [
+                    "Idle RSS floor: python+libs, 1 pydantic model validated",
+                    fmt(f["baseline_floor"]["rss_mb"], " MB"),
+                    f"the agent {fmt(f['rss_mb_median'], ' MB')}",
+                    fmt(f["rss_floor_ratio"], "×", 2),
+                    "a measured floor",
+                    "",
+                ]
+            )
         out.append(
             [
                 "Idle CPU, 1 agent (same window as baseline)",
