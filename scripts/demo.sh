@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `make demo`: the main job. An emulator and 3 systemd container "hosts" on one docker network,
-# the collection (built, and installed from its tarball) rolls out a pool of 6 agents over them with its
-# rollout playbook (2 per host), then 12 jobs and one real Pulumi deployment run, and tables show
-# who ran what and the deployed stack's outputs. A real Prometheus (scripts/prometheus.sh, on
-# loopback) scrapes the agents through the file_sd the rollout wrote, and the end compares the
-# planned slots with what it saw. Everything stays up; `make demo-down` removes it. A second
-# `make demo` changes nothing (changed=0).
+# the collection (built, and installed from its tarball) rolls out a pool of 6 agents over them
+# with its rollout playbook (2 per host), then 12 jobs and one real Pulumi deployment run, and
+# tables show who ran what and the deployed stack's outputs. A real Prometheus
+# (scripts/prometheus.sh, on loopback) scrapes the agents through the file_sd the rollout wrote,
+# and the end compares the planned slots with what it saw. Everything stays up; `make demo-down`
+# removes it. A second `make demo` changes nothing (changed=0). Only the images it runs are built;
+# Galaxy's importer and the execution environment are `make galaxy`'s, not the demo's.
 #
 # The deployment: the Pulumi CLI and its YAML language host, built from their Go modules
 # (scripts/build-go-tool.sh: about 6 minutes cold on 2 cores, cached after) in the background
@@ -62,17 +63,11 @@ images() {
 # The collection as a user installs a release: built into a tarball and installed from it, with
 # its dependencies (community.docker, kubernetes.core) from the venv's ansible bundle (--offline:
 # no Galaxy). Galaxy's importer, a Galaxy server and the execution environment are `make galaxy`'s.
-collection() {
-  local tarball log=$DEMO/collection.log
+collection() { # log file
   rm -rf "$DEMO/dist"; mkdir -p "$DEMO/dist"
-  export ANSIBLE_COLLECTIONS_PATH=$DEMO/collections
-  if ! { ansible-galaxy collection build --force --output-path "$DEMO/dist" . &&
-         tarball=$(ls "$DEMO"/dist/selfhosted-workflow_agent-*.tar.gz) &&
-         ansible-galaxy collection install --offline --force -p "$ANSIBLE_COLLECTIONS_PATH" "$tarball"
-       } >"$log" 2>&1; then
-    tail -n 20 "$log"; echo "building or installing the collection failed (log: $log)"; exit 1
-  fi
-  echo "$(basename "$tarball") installed at $ANSIBLE_COLLECTIONS_PATH (log: $log)"
+  ansible-galaxy collection build --force --output-path "$DEMO/dist" . >"$1" 2>&1 &&
+    ansible-galaxy collection install --offline --force -p "$ANSIBLE_COLLECTIONS_PATH" \
+      "$DEMO"/dist/selfhosted-workflow_agent-*.tar.gz >>"$1" 2>&1
 }
 
 # The hosts' image: the Molecule host plus git, rebuilt only when its inputs change (the hash
@@ -93,7 +88,7 @@ host_image() {
 # The Pulumi binaries onto every host, where the jobs' PATH finds them (/usr/local/bin); skipped
 # on a host that already has these builds (their cache paths name version and inputs).
 install_pulumi() { # binary paths
-  local h want pid version git pids=()
+  local h want pid pids=()
   want=$(printf '%s\n' "$@")
   for h in "${HOSTS[@]}"; do
     [ "$($DOCKER exec "$h" cat /usr/local/lib/workflow-demo/pulumi-builds 2>/dev/null)" != "$want" ] || continue
@@ -106,9 +101,8 @@ install_pulumi() { # binary paths
   done
   for pid in "${pids[@]}"; do wait "$pid" || { echo "copying the Pulumi binaries onto a host failed"; exit 1; }; done
   for h in "${HOSTS[@]}"; do
-    version=$($DOCKER exec "$h" pulumi version)
-    git=$($DOCKER exec "$h" git --version)
-    echo "$h: pulumi $version and pulumi-language-yaml in /usr/local/bin, $git"
+    # shellcheck disable=SC2016 # expanded on the host
+    $DOCKER exec "$h" sh -c 'echo "$(hostname): pulumi $(pulumi version) and pulumi-language-yaml in /usr/local/bin, $(git --version)"'
   done
 }
 
@@ -121,11 +115,14 @@ up() {
   build_pid=$!
   echo "log: $DEMO/pulumi-build.log"
 
+  step "Building the collection and installing it from its tarball, beside the next steps"
+  export ANSIBLE_COLLECTIONS_PATH=$DEMO/collections
+  collection "$DEMO/collection.log" &
+  collection_pid=$!
+  echo "into $ANSIBLE_COLLECTIONS_PATH (log: $DEMO/collection.log)"
+
   step "Building the images the demo runs (each reused while its inputs are unchanged)"
   images
-
-  step "Building the collection and installing it from its tarball"
-  collection
 
   step "Starting the service emulator"
   [ -s "$DEMO/pool-token" ] || (umask 077; printf 'pul-%s' "$(openssl rand -hex 20)" >"$DEMO/pool-token")
@@ -161,6 +158,11 @@ up() {
   done
 
   step "Rolling out a pool of 6 over 3 hosts (selfhosted.workflow_agent.rollout)"
+  if ! wait "$collection_pid"; then
+    tail -n 20 "$DEMO/collection.log"
+    echo "building or installing the collection failed (log: $DEMO/collection.log)"; exit 1
+  fi
+  echo "installed $(basename "$DEMO"/dist/selfhosted-workflow_agent-*.tar.gz) at $ANSIBLE_COLLECTIONS_PATH"
   # Prometheus runs on this machine: it reaches the agents at their container addresses.
   cat >"$DEMO/inventory.yml" <<INV
 workflow_agents:
