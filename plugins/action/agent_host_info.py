@@ -130,6 +130,20 @@ class ActionModule(ActionBase):
                 return result
             platform = platform or role.get("platform") or {}
             role = dict(role, check_mode=self._task.check_mode)
+            if role.get("after") is not None:
+                # After the configs and the build: the rest of the plan, from the earlier look
+                # (the host is not asked again).
+                result.update(
+                    changed=False,
+                    plan=agent_plan.plan(
+                        role,
+                        platform,
+                        role.get("found") or {},
+                        role.get("environment_sha1", ""),
+                        after=role["after"],
+                    ),
+                )
+                return result
             settings = agent_plan.settings(role, platform, role.get("environment_sha1", ""))
             args = dict(
                 args, pythons=settings["pythons"], need_agent_python=role["state"] == "present"

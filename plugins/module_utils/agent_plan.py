@@ -22,6 +22,7 @@ Owners, modes and paths of everything the role puts on a host are declared here 
 from __future__ import absolute_import, division, print_function
 
 import hashlib
+import json
 import re
 
 from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.agent_instances import (
@@ -100,6 +101,20 @@ def family(platform):
     return FAMILIES.get((platform or {}).get("os_family"), NO_FAMILY)
 
 
+def instance_paths(inputs, fam, name):
+    """Where one instance's files are: its config, work directory (and its ``shared/``), and on
+    launchd its LaunchDaemon and log."""
+    out = {
+        "config_path": "%s/%s.yaml" % (inputs["config_dir"], name),
+        "data_path": "%s/%s" % (inputs["data_dir"], name),
+        "shared_path": "%s/%s/shared" % (inputs["data_dir"], name),
+    }
+    if fam["service_manager"] == "launchd":
+        out["plist_path"] = "%s/%s.%s.plist" % (fam["launchd_dir"], inputs["launchd_label"], name)
+        out["log_path"] = "%s/%s.log" % (inputs["log_dir"], name)
+    return out
+
+
 def settings(inputs, platform, env_sha1=""):
     """Everything derived from the variables and the platform alone (no look needed)."""
     fam = family(platform)
@@ -110,7 +125,7 @@ def settings(inputs, platform, env_sha1=""):
         config=inputs["config"],
         version=inputs["version"],
     )
-    present = instances["present"]
+    present = [dict(i, **instance_paths(inputs, fam, i["name"])) for i in instances["present"]]
     user, group = inputs["user"], inputs["group"]
     config_dir, data_dir = inputs["config_dir"], inputs["data_dir"]
     install_dir = inputs["install_dir"]
@@ -127,8 +142,10 @@ def settings(inputs, platform, env_sha1=""):
         dict(owned, path=data_dir),
     ]
     for instance in present:
-        for sub in ("", "/shared"):
-            paths.append(dict(owned, path="%s/%s%s" % (data_dir, instance["name"], sub)))
+        paths += [
+            dict(owned, path=instance["data_path"]),
+            dict(owned, path=instance["shared_path"]),
+        ]
     if fam["service_manager"] == "launchd":
         paths.append(dict(owned, path=inputs["log_dir"], mode="0750"))
     ca_path = config_dir + "/ca-bundle.pem"
@@ -253,8 +270,7 @@ def request(inputs, s):
         groups=["docker"] if systemd else [],
         reads=[s["venv"] + "/.wheelhouse"],
         health=[i["port"] for i in present] if s["health_wanted"] else [],
-        files=([s["unit_file"]["path"]] if systemd else [])
-        + ["%s/%s.yaml" % (config_dir, i["name"]) for i in present],
+        files=([s["unit_file"]["path"]] if systemd else []) + [i["config_path"] for i in present],
     )
     if systemd:
         spec["systemd"]["units"] = [
@@ -285,9 +301,10 @@ def _existing(inputs, s, found):
     return sorted(set(names))
 
 
-def plan(inputs, platform, found, env_sha1=""):
+def plan(inputs, platform, found, env_sha1="", after=None):
     """The plan for one host: ``settings`` plus what the look ``found`` (its ``state``) says
-    must change. ``found`` is {} when there was no look (unsupported platform)."""
+    must change. ``found`` is {} when there was no look (unsupported platform). With ``after``
+    (the results of the configs and the build), also ``converge``: what changes after them."""
     s = settings(inputs, platform, env_sha1)
     present_names = [i["name"] for i in s["present"]]
     differ = set(found.get("paths_differ") or [])
@@ -298,15 +315,26 @@ def plan(inputs, platform, found, env_sha1=""):
         if n.endswith(".yaml")
     ]
     existing = _existing(inputs, s, found)
+    remove = (
+        existing
+        if inputs["state"] != "present"
+        else [n for n in existing if n not in present_names]
+    )
+    fam = family(platform)
     job_home = s["job_home"]["path"]
     health = found.get("health") or []
     s.update(
         configured=configured,
         existing=existing,
         # Uninstalling removes every instance; otherwise those no longer wanted.
-        remove=existing
-        if inputs["state"] != "present"
-        else [n for n in existing if n not in present_names],
+        remove=remove,
+        # Their files: LaunchDaemon, config, work directory and log.
+        remove_paths=[
+            path
+            for name in remove
+            for key, path in sorted(instance_paths(inputs, fam, name).items())
+            if key != "shared_path"
+        ],
         # The base is the user and the paths, but not `current` (the install's) nor the job
         # user's home (the job user's).
         base_todo=inputs["user"] in users_differ or bool(differ - {s["current"], job_home}),
@@ -317,4 +345,101 @@ def plan(inputs, platform, found, env_sha1=""):
         and all(h.get("healthy") for h in health)
         and [h.get("instance") for h in health] == present_names,
     )
+    if after is not None:
+        s["converge"] = converge(inputs, s, found, after)
     return s
+
+
+def _built(after):
+    """This host's wheelhouse (build_wheelhouse.py's manifest), from this batch's builds or an
+    earlier batch's hosts; None when none was built (its task skipped by tags)."""
+    args = after.get("build_args")
+    for res in after.get("builds") or []:
+        if res.get("item") == args and res.get("stdout"):
+            return json.loads(res["stdout"])
+    for manifest in after.get("built_before") or []:
+        if manifest and manifest.get("build_args") == args:
+            return manifest
+    return None
+
+
+def converge(inputs, s, found, after):
+    """What changes after the configs are written and the wheelhouse is built, for plan ``s``
+    and what the look ``found``. ``after``: ``configs_changed`` (whether a config was written),
+    ``deploy_targets`` (the configs'), ``build_args``, ``builds`` (the build task's results),
+    ``built_before`` (earlier batches' wheelhouses), ``unit_sha1`` (the unit file this run
+    would write) and ``upstream`` (upstream's installs to adopt, C(active) and C(enabled))."""
+    install_dir = inputs["install_dir"]
+    systemd = s["service_manager"] == "systemd"
+    built = _built(after)
+    wheelhouse = None
+    if built is not None:
+        base = "%s/wheelhouse/%s" % (install_dir, built["key"])
+        wheelhouse = dict(
+            built, build_args=after.get("build_args"), host_dir=base, host_archive=base + ".tar"
+        )
+    targets = after.get("deploy_targets") or []
+    lists = found.get("lists") or {}
+    differ = found.get("paths_differ") or []
+    todo = []
+    members = (found.get("groups") or {}).get("docker") or []
+    if "docker" in targets and systemd and inputs["user"] not in members:
+        todo.append("docker")
+    if (
+        built is not None
+        and (found.get("reads") or {}).get(s["venv"] + "/.wheelhouse") != built["key"]
+    ):
+        todo.append("install")
+    if s["current"] in differ:
+        todo.append("current")
+    if systemd:
+        have = (found.get("files") or {}).get(s["unit_file"]["path"]) or {}
+        want = s["unit_file"]
+        if not (
+            have.get("isreg")
+            and (have.get("pw_name"), have.get("gr_name"), have.get("mode"))
+            == (want["owner"], want["group"], want["mode"])
+            and have.get("checksum") == after.get("unit_sha1")
+        ):
+            todo.append("unit")
+    else:
+        todo.append("launchd")  # its template tasks compare the LaunchDaemons
+    # What the host has of installs that this run does not keep (removed after the restarts).
+    unused = []
+    if built is not None:
+        keep = {s["venv"], s["current"], install_dir + "/wheelhouse"}
+        keep |= {wheelhouse["host_dir"], wheelhouse["host_archive"]}
+        have = ["%s/%s" % (install_dir, n) for n in lists.get(install_dir, [])]
+        have += [
+            "%s/wheelhouse/%s" % (install_dir, n)
+            for n in lists.get(install_dir + "/wheelhouse", [])
+        ]
+        unused = [p for p in have if p not in keep]
+    upstream = after.get("upstream") or []
+    # Upstream's units to stop once ours are healthy: the running ones, then the enabled ones.
+    switch = [u for u in upstream if u.get("active")]
+    switch += [u for u in upstream if not u.get("active") and u.get("enabled")]
+    if inputs["service_state"] != "started" or not s["present"]:
+        switch = []
+    # Whether this run may restart or start an instance (launchd: always assumed).
+    touched = (
+        not systemd
+        or s["base_todo"]
+        or bool(s["remove"])
+        or bool(after.get("configs_changed"))
+        or bool(todo)
+    )
+    health_check = s["health_wanted"] and (touched or not s["seen_healthy"])
+    states_differ = bool((found.get("systemd") or {}).get("differ"))
+    return {
+        "wheelhouse": wheelhouse,
+        "install_key": built["key"] if built is not None else None,
+        "todo": todo,
+        "unused": unused,
+        "switch": switch,
+        # Ask the instances for their health after this run (also when a unit was started).
+        "health_check": health_check,
+        # Anything to install, restart, start, check, switch or remove: else converge.yml is
+        # skipped whole.
+        "todo_any": touched or health_check or states_differ or bool(unused) or bool(switch),
+    }

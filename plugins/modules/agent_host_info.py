@@ -46,7 +46,8 @@ options:
       - Internal to the C(selfhosted.workflow_agent.agent) role, whose variables it is; its
         shape follows the role and is not a stable interface. With it, what to ask the host
         and which Pythons to try come from the role's plan, the other options are ignored, and
-        RV(plan) is returned.
+        RV(plan) is returned. With the role's results after its configs and wheelhouse build
+        in it, it returns the rest of the plan from the earlier look, without a new one.
     type: dict
   need_agent_python:
     description:

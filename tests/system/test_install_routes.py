@@ -82,7 +82,7 @@ def role_install(wheelhouse: dict, venv: Path, index: str, links: Path, drop=())
     context = {
         "_workflow_agent_look": {"host": {"executable": sys.executable}},
         "_workflow_agent_plan": {"venv": str(venv)},
-        "_workflow_agent_wheelhouse": wheelhouse,
+        "_workflow_agent_converge": {"wheelhouse": wheelhouse},
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env.update(

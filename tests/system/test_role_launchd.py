@@ -137,9 +137,18 @@ def role_vars(tmp_path: Path, launchd: Launchd, agents: dict, remove=(), **extra
 
 
 def mac_plan(tmp_path: Path, launchd: Launchd, agents: dict, remove) -> dict:
+    """The plan's own answer for a Mac, with this test's LaunchDaemons directory, mocked
+    launchctl and root group, and the agents' ports."""
     sys.path.insert(0, str(collections_path(tmp_path / "play")))
     from ansible_collections.selfhosted.workflow_agent.plugins.module_utils import agent_plan
 
+    root_group = grp.getgrgid(0).gr_name
+    darwin = dict(
+        agent_plan.FAMILIES["Darwin"],
+        launchd_dir=str(tmp_path / "LaunchDaemons"),
+        launchctl=str(launchd.exe),
+        root_group=root_group,
+    )
     inputs = {key: "" for key in agent_plan.INPUTS}
     inputs.update(
         state="present",
@@ -150,22 +159,22 @@ def mac_plan(tmp_path: Path, launchd: Launchd, agents: dict, remove) -> dict:
         data_dir=str(tmp_path / "var"),
         install_dir=str(tmp_path / "opt"),
         log_dir=str(tmp_path / "log"),
-        instances=list(agents),
+        instances=[n for n in agents if n not in remove],
         http_port_base=8080,
         config={},
         version="0.2.0",
+        launchd_label=LABEL,
     )
-    plan = agent_plan.plan(inputs, {"os_family": "Darwin", "supported": True}, {})
-    root_group = grp.getgrgid(0).gr_name
-    plan.update(
-        launchd_dir=str(tmp_path / "LaunchDaemons"),
-        launchctl=str(launchd.exe),
-        root_group=root_group,
-        plist_file=dict(plan["plist_file"], group=root_group),
-        present=[{"name": n, "port": a.port} for n, a in agents.items()],
-        remove=list(remove),
-    )
-    assert plan["service_manager"] == "launchd"
+    # The instances to remove are what the look would list in the config directory.
+    found = {"lists": {inputs["config_dir"]: [f"{n}.yaml" for n in agents]}}
+    saved = agent_plan.FAMILIES["Darwin"]
+    agent_plan.FAMILIES["Darwin"] = darwin
+    try:
+        plan = agent_plan.plan(inputs, {"os_family": "Darwin", "supported": True}, found)
+    finally:
+        agent_plan.FAMILIES["Darwin"] = saved
+    plan["present"] = [dict(i, port=agents[i["name"]].port) for i in plan["present"]]
+    assert plan["remove"] == list(remove)
     return plan
 
 

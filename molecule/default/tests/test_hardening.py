@@ -34,6 +34,7 @@ def render(target: str) -> str:
         ansible_managed="Ansible managed (test_hardening.py)",
         _workflow_agent_deploy_targets=[target],
         _workflow_agent_plan={
+            "env_path": "/etc/workflow-agent/environment",
             "job_user": "workflow-agent-job",
             "job_home": {"path": "/var/lib/workflow-agent/job-home"},
         },

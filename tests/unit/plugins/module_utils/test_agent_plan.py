@@ -5,6 +5,7 @@ hosts (Debian 12 and 13), tests/system/test_role_launchd.py on a mocked launchct
 from __future__ import annotations
 
 import hashlib
+import json
 
 import pytest
 from ansible_collections.selfhosted.workflow_agent.plugins.module_utils.agent_plan import (
@@ -300,3 +301,220 @@ def test_paths_todo_are_the_differing_base_paths_with_their_owner_and_mode():
 def test_no_look_means_nothing_found():
     got = plan(inputs(), DEBIAN, {})
     assert (got["existing"], got["remove"], got["base_todo"]) == ([], [], False)
+
+
+ARGS = ["--source", "/src", "--version", "0.2.0"]
+MANIFEST = {"key": "k2", "dir": "/cache/k2", "archive": "wheelhouse.tar", "archive_sha256": "a"}
+UNIT_OK = {
+    "isreg": True,
+    "pw_name": "root",
+    "gr_name": "root",
+    "mode": "0644",
+    "checksum": "u1",
+}
+AS_WANTED = {
+    "lists": {"/etc/wfa": ["1.yaml", "b.yaml"], "/opt/wfa": ["0.2.0", "current", "wheelhouse"]},
+    "reads": {"/opt/wfa/0.2.0/.wheelhouse": "k2"},
+    "files": {"/etc/systemd/system/workflow-agent@.service": UNIT_OK},
+    "groups": {"docker": ["wfa"]},
+    "health": HEALTHY,
+    "systemd": {"differ": []},
+}
+
+
+def after(**over):
+    base = {
+        "configs_changed": False,
+        "deploy_targets": ["process"],
+        "build_args": ARGS,
+        "builds": [{"item": ARGS, "stdout": json.dumps(MANIFEST)}],
+        "built_before": [],
+        "unit_sha1": "u1",
+        "upstream": [],
+    }
+    return dict(base, **over)
+
+
+def converge_of(found, over=None, platform=DEBIAN, **after_over):
+    return plan(inputs(**(over or {})), platform, found, after=after(**after_over))["converge"]
+
+
+# What the look found and what the run did -> what the converge steps do.
+@pytest.mark.parametrize(
+    ("name", "found", "over", "after_over", "want"),
+    [
+        (
+            "all as wanted: nothing at all",
+            AS_WANTED,
+            {},
+            {},
+            {"todo": [], "unused": [], "switch": [], "health_check": False, "todo_any": False},
+        ),
+        (
+            "a config written: the health check",
+            AS_WANTED,
+            {},
+            {"configs_changed": True},
+            {"todo": [], "health_check": True, "todo_any": True},
+        ),
+        (
+            "another version installed: install, and the old one unused",
+            dict(
+                AS_WANTED,
+                reads={"/opt/wfa/0.2.0/.wheelhouse": None},
+                lists={
+                    "/opt/wfa": ["0.1.0", "current", "wheelhouse"],
+                    "/opt/wfa/wheelhouse": ["k1", "k1.tar", "k2", "k2.tar"],
+                },
+                paths_differ=["/opt/wfa/current"],
+            ),
+            {},
+            {},
+            {
+                "todo": ["install", "current"],
+                "unused": [
+                    "/opt/wfa/0.1.0",
+                    "/opt/wfa/wheelhouse/k1",
+                    "/opt/wfa/wheelhouse/k1.tar",
+                ],
+                "health_check": True,
+            },
+        ),
+        (
+            "no wheelhouse (--skip-tags workflow_agent_install): no install compared or removed",
+            dict(AS_WANTED, reads={}, lists={"/opt/wfa": ["0.1.0"]}),
+            {},
+            {"builds": []},
+            {"todo": [], "unused": [], "install_key": None, "wheelhouse": None},
+        ),
+        (
+            "an earlier batch's wheelhouse is reused",
+            AS_WANTED,
+            {},
+            {"builds": [], "built_before": [dict(MANIFEST, build_args=ARGS)]},
+            {"todo": [], "install_key": "k2"},
+        ),
+        (
+            "the unit's content differs",
+            AS_WANTED,
+            {},
+            {"unit_sha1": "u2"},
+            {"todo": ["unit"], "health_check": True},
+        ),
+        (
+            "the unit's mode differs",
+            dict(
+                AS_WANTED,
+                files={"/etc/systemd/system/workflow-agent@.service": dict(UNIT_OK, mode="0666")},
+            ),
+            {},
+            {},
+            {"todo": ["unit"]},
+        ),
+        (
+            "docker jobs and the agent not in the docker group",
+            dict(AS_WANTED, groups={"docker": []}),
+            {},
+            {"deploy_targets": ["docker", "process"]},
+            {"todo": ["docker"]},
+        ),
+        (
+            "a unit stopped that should run: converge, but no health check before it starts",
+            dict(AS_WANTED, systemd={"differ": ["workflow-agent@1.service"]}),
+            {},
+            {},
+            {"todo": [], "health_check": False, "todo_any": True},
+        ),
+        (
+            "an instance unhealthy in the look: the health check",
+            dict(AS_WANTED, health=HEALTHY[:1] + [{"healthy": False, "instance": None}]),
+            {},
+            {},
+            {"health_check": True, "todo_any": True},
+        ),
+        (
+            "check mode asks for no health",
+            AS_WANTED,
+            {"check_mode": True},
+            {"configs_changed": True},
+            {"health_check": False, "todo_any": True},
+        ),
+        (
+            "upstream's running units, then its enabled ones, are switched",
+            AS_WANTED,
+            {},
+            {
+                "upstream": [
+                    {"unit": "a", "active": False, "enabled": True},
+                    {"unit": "b", "active": True, "enabled": True},
+                    {"unit": "c", "active": False, "enabled": False},
+                ]
+            },
+            {
+                "switch": [
+                    {"unit": "b", "active": True, "enabled": True},
+                    {"unit": "a", "active": False, "enabled": True},
+                ],
+                "todo_any": True,
+            },
+        ),
+        (
+            "nothing switches to stopped instances",
+            AS_WANTED,
+            {"service_state": "stopped"},
+            {"upstream": [{"unit": "b", "active": True, "enabled": True}]},
+            {"switch": []},
+        ),
+    ],
+)
+def test_what_changes_after_the_configs(name, found, over, after_over, want):
+    got = converge_of(found, over, **after_over)
+    assert {key: got[key] for key in want} == want, name
+
+
+def test_launchd_always_rewrites_through_its_template_tasks():
+    got = converge_of(dict(AS_WANTED, health=HEALTHY), platform=MACOS)
+    assert got["todo"] == ["launchd"]
+    assert got["todo_any"]  # launchd: a restart is always assumed
+
+
+def test_the_wheelhouse_on_the_host_is_named_by_its_key():
+    got = converge_of(AS_WANTED)
+    assert got["wheelhouse"]["host_dir"] == "/opt/wfa/wheelhouse/k2"
+    assert got["wheelhouse"]["host_archive"] == "/opt/wfa/wheelhouse/k2.tar"
+    assert got["wheelhouse"]["build_args"] == ARGS
+
+
+def test_each_instances_files_are_named_once():
+    s = settings(inputs(), MACOS)
+    assert s["present"][0] == {
+        "name": "1",
+        "port": 8080,
+        "config_path": "/etc/wfa/1.yaml",
+        "data_path": "/var/lib/wfa/1",
+        "shared_path": "/var/lib/wfa/1/shared",
+        "plist_path": "/Library/LaunchDaemons/com.example.wfa.1.plist",
+        "log_path": "/var/log/wfa/1.log",
+    }
+    assert "plist_path" not in settings(inputs(), DEBIAN)["present"][0]
+
+
+@pytest.mark.parametrize(
+    ("platform", "want"),
+    [
+        (DEBIAN, ["/etc/wfa/c.yaml", "/var/lib/wfa/c"]),
+        (
+            MACOS,
+            [
+                "/etc/wfa/c.yaml",
+                "/var/lib/wfa/c",
+                "/var/log/wfa/c.log",
+                "/Library/LaunchDaemons/com.example.wfa.c.plist",
+            ],
+        ),
+    ],
+)
+def test_a_removed_instance_leaves_no_file(platform, want):
+    got = plan(inputs(), platform, {"lists": {"/etc/wfa": ["1.yaml", "c.yaml"]}})
+    assert got["remove"] == ["c"]
+    assert got["remove_paths"] == want
