@@ -207,7 +207,15 @@ def settings(inputs, platform, env_sha1=""):
         "version": inputs["version"],
         "venv": venv,
         "current": install_dir + "/current",
-        "instances": instances["instances"],
+        # Without their config, which may hold a token (the look's result is printed with -v):
+        # config_index says where in workflow_agent_instances it is.
+        "instances": [
+            dict(
+                {k: v for k, v in entry.items() if k != "config"},
+                config_index=index if "config" in entry else None,
+            )
+            for index, entry in enumerate(instances["instances"])
+        ],
         "managed_keys": instances["managed_keys"],
         "present": present,
         "paths": paths,

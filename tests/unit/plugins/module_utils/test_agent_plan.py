@@ -518,3 +518,12 @@ def test_a_removed_instance_leaves_no_file(platform, want):
     got = plan(inputs(), platform, {"lists": {"/etc/wfa": ["1.yaml", "c.yaml"]}})
     assert got["remove"] == ["c"]
     assert got["remove_paths"] == want
+
+
+def test_an_instances_config_stays_out_of_the_plan():
+    # The plan is the look's result, which -v prints; a per-instance token must not be in it.
+    got = settings(
+        inputs(instances=["a", {"name": "b", "config": {"token": "pul-secret"}}]), DEBIAN
+    )
+    assert "pul-secret" not in json.dumps(got)
+    assert [(i["name"], i["config_index"]) for i in got["instances"]] == [("a", None), ("b", 1)]
