@@ -8,6 +8,7 @@ import grp
 import hashlib
 import os
 import sys
+from pathlib import Path
 
 from agent_harness import WAIT, wait_for
 from test_plugins_common import run_play
@@ -93,4 +94,23 @@ def test_bad_arguments_name_the_option(tmp_path):
     assert run.rc != 0
     msg = run["look"]["msg"]
     assert "state" in msg and "paths" in msg and "folder" in msg, msg
+    assert "Traceback" not in run.output
+
+
+def test_platform_alone_needs_no_python_and_describes_this_host(tmp_path):
+    run = run_play(tmp_path, [look_task(platform=True)])
+    assert run.rc == 0, run.output
+    platform = run["look"]["platform"]
+    lines = Path("/etc/os-release").read_text().splitlines()
+    release = dict(line.split("=", 1) for line in lines if "=" in line)
+    assert platform["id"] == release["ID"].strip('"')
+    assert platform["cpus"] == len(os.sched_getaffinity(0))
+    assert platform["memory_mb"] > 0
+    assert run["look"]["tried"] == []  # no interpreter was run
+
+
+def test_the_roles_plan_names_what_it_misses(tmp_path):
+    run = run_play(tmp_path, [{**look_task(role={"state": "present"}), "ignore_errors": True}])
+    res = run["look"]
+    assert res["failed"] and res["msg"].startswith("role: missing service_state, service_enabled")
     assert "Traceback" not in run.output
