@@ -8,7 +8,7 @@ Upstream's install is what pulumi/customer-managed-workflow-agent's component ma
 ``agent-secret`` (the pool token under PULUMI_AGENT_TOKEN), the ConfigMap ``agent-config``
 (PULUMI_AGENT_SERVICE_URL), and the workers' service account, which carries no label and is named
 only in the Deployment's env (PULUMI_AGENT_SERVICE_ACCOUNT_NAME). Pure functions over what
-kubernetes.core.k8s_info returned; the ``k8s_adoption`` filter is their face.
+kubernetes.core.k8s_info returned, run by the ``k8s_plan`` action's ``adoption_*`` steps.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -3,16 +3,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The agent_k8s role's variables as the values of the workflow-agent chart, per namespace.
 
-A pure function with no Ansible imports (the ``k8s_chart_values`` filter is its face): the one
-place where a role variable becomes a chart value (charts/workflow-agent/values.yaml documents
-the values). What only the role does stays out of the values:
+A pure function with no Ansible imports (the ``k8s_plan`` action's step ``chart_values`` runs
+it): the one place where a role variable becomes a chart value (charts/workflow-agent/values.yaml
+documents the values). What only the role does stays out of the values:
 
 - The pool token never becomes a value (Helm would keep it in the release and
   kubernetes.core.helm would return it): the role applies the token Secret itself, or reads the
   user's, and passes ``existingSecret`` and a digest of its data (``existingSecretChecksum``,
   computed by the role under no_log) that rolls the pods when the token changes.
 - The proxy URLs may carry credentials: the same, through ``proxy.existingSecret``.
-- The replicas come from the role's namespace plan (``k8s_namespace_plan``).
+- The replicas come from the role's namespace plan (module_utils/k8s_namespaces.py).
 
 ``workflow_agent_k8s_chart_values`` reaches the chart values the role has no variable for
 (``networkPolicy``, ``prometheusRule``, ...); a value the role sets from its own variables is
@@ -237,7 +237,7 @@ def chart_values(settings, plan, digests=None):
     """Each namespace's chart values, and the objects the role applies itself.
 
     ``settings``: the role's variables by name (the token left out); ``plan``: the
-    ``k8s_namespace_plan`` result; ``digests``: namespace -> digest of its token (and proxy)
+    ``namespace_plan`` result; ``digests``: namespace -> digest of its token (and proxy)
     Secret data ("" where unknown, as in ``render`` with an existing Secret).
 
     Returns ``{"values": {namespace: values}, "namespaces": [Namespace, ...], "secrets":

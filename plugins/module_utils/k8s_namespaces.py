@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The agent_k8s role's namespaces: checked, and the replicas of each planned.
 
-A pure function with no Ansible imports (the ``k8s_namespace_plan`` filter is its face), so the
-role's YAML says what it wants and this file says how it is worked out:
+A pure function with no Ansible imports (the ``k8s_plan`` action's step ``namespaces`` runs it),
+so the role's YAML says what it wants and this file says how it is worked out:
 
 - ``workflow_agent_k8s_namespaces`` entries are names or dicts (``name``, ``weight``, ``min``,
   ``max``, ``replicas``); names are RFC 1123 labels, each listed once.

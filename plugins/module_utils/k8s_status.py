@@ -2,7 +2,7 @@
 # Copyright: selfhosted.workflow_agent contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the agent_k8s role reads back from a cluster: why agent pods are not ready. A pure
-function with no Ansible imports (the ``k8s_pod_problems`` filter is its face).
+function with no Ansible imports (the ``k8s_plan`` action's step ``pod_problems`` runs it).
 """
 
 from __future__ import absolute_import, division, print_function
