@@ -197,6 +197,7 @@ def settings(inputs, platform, env_sha1=""):
         "dropin_file": {"owner": "root", "group": "root", "dir_mode": "0755", "mode": "0644"},
         # The versions and wheelhouses: root's, readable by all (the agent runs them).
         "install": {
+            "wheelhouse_dir": install_dir + "/wheelhouse",
             "owner": "root",
             "group": fam["root_group"],
             "dir_mode": "0755",
@@ -415,7 +416,7 @@ def converge(inputs, s, found, after):
     # What the host has of installs that this run does not keep (removed after the restarts).
     unused = []
     if built is not None:
-        keep = {s["venv"], s["current"], install_dir + "/wheelhouse"}
+        keep = {s["venv"], s["current"], s["install"]["wheelhouse_dir"]}
         keep |= {wheelhouse["host_dir"], wheelhouse["host_archive"]}
         have = ["%s/%s" % (install_dir, n) for n in lists.get(install_dir, [])]
         have += [

@@ -65,3 +65,24 @@ def test_nesting_is_at_most_3_deep():
 def test_every_task_file_is_reached():
     # platform.yml is the `platform` entry point (the plan playbook's); the rest through main.yml.
     assert sorted(p.name for p in TASKS.glob("*.yml")) == sorted({"platform.yml", *depths()})
+
+
+OWNERSHIP = ("owner", "group", "mode")
+
+
+def test_no_task_restates_an_owner_or_a_mode():
+    # They are declared once, in the plan (plugins/module_utils/agent_plan.py); tasks read them
+    # from it (or from the plan's entries they loop over).
+    for path in sorted(TASKS.glob("*.yml")) + [HANDLERS]:
+        for task in tasks_of(yaml.safe_load(path.read_text())):
+            for module, args in task.items():
+                if not module.startswith("ansible.builtin.") or not isinstance(args, dict):
+                    continue
+                if module in ("ansible.builtin.group", "ansible.builtin.user"):
+                    continue  # a user's primary group is not a file's
+                for key in OWNERSHIP:
+                    if key in args:
+                        value = str(args[key])
+                        assert re.fullmatch(
+                            r"\{\{ (_workflow_agent_plan\.|item\.)[\w.]+ \}\}", value
+                        ), f"{path.name}: {task['name']}: {key}: {value}"
