@@ -157,7 +157,7 @@ up() {
     echo "$h: $(docker exec "$h" systemctl is-system-running)"
   done
 
-  step "Rolling out a pool of 6 over 3 hosts (selfhosted.workflow_agent.rollout)"
+  step "Rolling out a pool of 6 over 3 hosts in two batches, 1 then 2 (selfhosted.workflow_agent.rollout)"
   if ! wait "$collection_pid"; then
     tail -n 20 "$DEMO/collection.log"
     echo "building or installing the collection failed (log: $DEMO/collection.log)"; exit 1
@@ -183,7 +183,10 @@ $(for h in "${HOSTS[@]}"; do
     workflow_agent_pool_name: default
     workflow_agent_prometheus_file_sd: $DEMO/file_sd.json
 INV
-  ansible-playbook -i "$DEMO/inventory.yml" selfhosted.workflow_agent.rollout 2>&1 | tee "$DEMO/rollout.log"
+  # Two batches: one host first (a canary: the rollout goes on only once its agents are healthy),
+  # then the other two at once. The default (25%: one host a batch) waits for each host in turn.
+  ansible-playbook -i "$DEMO/inventory.yml" -e '{"workflow_agent_serial": [1, 2]}' \
+    selfhosted.workflow_agent.rollout 2>&1 | tee "$DEMO/rollout.log"
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "the rollout failed (log: $DEMO/rollout.log)"; exit 1; }
   changed=$(awk '/PLAY RECAP/{r=1; next} r && /changed=/{split($0, a, "changed="); split(a[2], b, " "); s+=b[1]} END{print s+0}' "$DEMO/rollout.log")
   if [ "$changed" = 0 ]; then echo "rollout: changed=0 on every host (nothing to do: idempotent)";
