@@ -36,6 +36,7 @@ def run(args, check_mode=False):
         templar=MagicMock(),
         shared_loader_obj=MagicMock(),
     )
+    action._load_name = task.action  # the plugin loader sets it (ansible-core < 2.19 reads it)
     result = action.run(task_vars={})
     # Controller only: nothing is run on, or sent to, the host.
     assert connection.exec_command.call_count == 0
