@@ -42,8 +42,14 @@ def prom(url: str, path: str, **params) -> list:
 def prometheus_summary(url: str, planned: int, start: float) -> bool:
     """Planned slots next to what Prometheus scraped, and the busy slots while the jobs ran.
     True when Prometheus reports the planned slots."""
-    # One more scrape (every 2s) so the last moments of the jobs are in.
-    time.sleep(3)
+    # Until every agent was scraped once more (every 2s), so that the last moments of the jobs
+    # are in: a scrape after the jobs ended, not a fixed wait.
+    done = time.time()
+    for _ in range(25):
+        last = prom(url, "/api/v1/query", query='min(timestamp(up{job="workflow_agent"}))')
+        if last and float(last[0]["value"][1]) > done:
+            break
+        time.sleep(0.2)
     end = time.time()
     total = prom(url, "/api/v1/query", query='sum(workflow_agent_slots{job="workflow_agent"})')
     seen = int(float(total[0]["value"][1])) if total else 0
