@@ -23,6 +23,7 @@ def main() -> None:
     a = p.parse_args()
     token = pathlib.Path(a.admin_token_file).read_text().strip()
     out = pathlib.Path(a.out)
+    out.write_text("")  # this run's jobs only, not an interrupted earlier run's
     stop = pathlib.Path(a.stop)
     job = {"steps": [{"name": "work", "run": f"echo on $(hostname); sleep {a.sleep}; echo done"}]}
     end = time.monotonic() + a.limit
