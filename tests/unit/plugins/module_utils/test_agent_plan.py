@@ -335,8 +335,10 @@ def after(**over):
     return dict(base, **over)
 
 
-def converge_of(found, over=None, platform=DEBIAN, **after_over):
-    return plan(inputs(**(over or {})), platform, found, after=after(**after_over))["converge"]
+def converge_of(found, over=None, platform=None, **after_over):
+    return plan(inputs(**(over or {})), platform or DEBIAN, found, after=after(**after_over))[
+        "converge"
+    ]
 
 
 # What the look found and what the run did -> what the converge steps do.
