@@ -38,6 +38,8 @@ from chartlib import (
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("WFA_UPDATE_GOLDEN") == "1"
+# The image tag a release of the chart uses by default: the agent's version.
+APP_VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
 GENERATOR = REPO / "scripts" / "chart-schema.py"
 
 
@@ -261,7 +263,7 @@ def test_deployment(rendered):
     }
     assert pod["terminationGracePeriodSeconds"] == 330  # 5m and the 30 s margin
     assert pod["serviceAccountName"] == "workflow-agent"
-    assert container["image"] == "registry.example.com/team/workflow-agent:0.1.0"
+    assert container["image"] == "registry.example.com/team/workflow-agent:" + APP_VERSION
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
@@ -512,7 +514,7 @@ def test_helm_test_pod(rendered):
     pod = one(rendered["defaults"].docs, "Pod")
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
     [container] = pod["spec"]["containers"]
-    assert container["image"] == "registry.example.com/team/workflow-agent:0.1.0"
+    assert container["image"] == "registry.example.com/team/workflow-agent:" + APP_VERSION
     assert container["command"][:2] == ["python3", "-c"]
     script = container["command"][2]
     assert "WORKFLOW_AGENT_SERVICE_HOST" in script and "/readyz" in script
