@@ -293,10 +293,10 @@ def request(inputs, s):
     return spec
 
 
-def _existing(inputs, s, found):
+def _existing(inputs, s, found, configured):
     """The instances the host has before this run: configs, LaunchDaemons and systemd units."""
     lists = found.get("lists") or {}
-    names = [n[: -len(".yaml")] for n in lists.get(inputs["config_dir"], []) if n.endswith(".yaml")]
+    names = list(configured)
     plist = re.compile(r"^%s\.(.*)\.plist$" % re.escape(inputs["launchd_label"]))
     for name in lists.get(s["launchd_dir"], []) if s["launchd_dir"] else []:
         m = plist.match(name)
@@ -323,7 +323,7 @@ def plan(inputs, platform, found, env_sha1="", after=None):
         for n in (found.get("lists") or {}).get(inputs["config_dir"], [])
         if n.endswith(".yaml")
     ]
-    existing = _existing(inputs, s, found)
+    existing = _existing(inputs, s, found, configured)
     remove = (
         existing
         if inputs["state"] != "present"
