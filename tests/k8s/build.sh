@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the cluster's binaries once per version and inputs: the multi-call `kube` (etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl,
-# cri-reset) plus `pause`, into $CACHE_DIR/<version>-<hash>/. Prints that directory.
+# kubeadm, cri-reset) plus `pause`, into $CACHE_DIR/<version>-<hash>/. Prints that directory.
 # `build.sh --resolve` only resolves: it downloads every module the build reads, and builds
 # nothing (a rehearsal runs it against an empty module cache: a fresh machine, in seconds).
 # Go's module and build caches are the project's (scripts/golib.sh). Cold: see README; cached: instant.
@@ -51,7 +51,7 @@ log "building Kubernetes $KUBE_VERSION from Go modules into $OUT (cold: 7-13 min
   nice -n "$GO_NICE" "$GO" build -p 2 -ldflags "$ld" -o "$tmp/kube" .
   nice -n "$GO_NICE" "$GO" build -ldflags "-s -w" -o "$tmp/pause" ./pause
 )
-for c in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do
+for c in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl kubeadm; do
   ln -s kube "$tmp/$c"
 done
 rm -rf "$OUT"
