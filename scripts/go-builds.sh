@@ -12,7 +12,9 @@
 #   go-builds.sh resolve NAME     only the build's resolution step (its --resolve): every module
 #                                 it reads, downloaded; nothing compiled
 # Helm first (about a minute: the galaxy stage's execution environment carries it), then Pulumi:
-# the stages that deploy with it come before the Kubernetes stage.
+# the stages that deploy with it come before the Kubernetes stage. kind's tools (its CLI, the
+# CoreDNS of its node image; kubeadm is in kube) and actionlint come last, after what the
+# Kubernetes stage waits for.
 set -uo pipefail
 SELF=$(cd "$(dirname "$0")" && pwd)/go-builds.sh
 cd "$(dirname "$0")/.." || exit 2
@@ -24,6 +26,9 @@ BUILDS=(
   "kube tests/k8s/build.sh"
   "prometheus tests/k8s/build-prometheus.sh"
   "registry scripts/build-go-tool.sh registry"
+  "kind scripts/build-go-tool.sh kind"
+  "coredns scripts/build-go-tool.sh coredns"
+  "actionlint scripts/build-go-tool.sh actionlint"
 )
 DIR=$STATE/builds
 LOGS=$STATE/logs
