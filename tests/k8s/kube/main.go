@@ -9,12 +9,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	_ "time/tzdata" // CronJob time zones, as in cmd/kube-apiserver
 
+	"github.com/spf13/pflag"
 	"go.etcd.io/etcd/server/v3/etcdmain"
 	"k8s.io/component-base/cli"
 	"k8s.io/component-base/logs"
@@ -46,6 +48,10 @@ var components = map[string]func() int{
 	"kube-proxy":     func() int { return cli.Run(proxy.NewProxyCommand()) },
 	"cri-reset":      criReset,
 	"kubeadm": func() int {
+		// Only kubeadm's own flags, as in its own binary: kubeadm.Run offers every Go flag, and
+		// the other components' packages (cadvisor's among them) register theirs at init.
+		flag.CommandLine = flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+		pflag.CommandLine = pflag.NewFlagSet(os.Args[0], pflag.ExitOnError)
 		kubeadmerrors.HandleError(kubeadm.Run()) // prints the error and exits with its code
 		return 0
 	},
