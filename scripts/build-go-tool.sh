@@ -21,7 +21,9 @@ PKG='' MODULE='' LDFLAGS=''
 go_check
 VERSION=$(awk -v m="$MODULE" '$1 == m {print $2} $1 == "require" && $2 == m {print $3}' "$DIR/go.mod")
 [ -n "$VERSION" ] || go_die "$MODULE is not required by $DIR/go.mod"
-key=$(go_key "$0" scripts/golib.sh "$DIR/go.mod" "$DIR/go.sum" "$DIR/build.conf")
+# A wrapper's own Go code (a main.go, as CoreDNS's) is an input too; tools.go only names modules.
+mapfile -t own_go < <(find "$DIR" -maxdepth 1 -name '*.go' ! -name tools.go | LC_ALL=C sort)
+key=$(go_key "$0" scripts/golib.sh "$DIR/go.mod" "$DIR/go.sum" "$DIR/build.conf" "${own_go[@]}")
 OUT=$GO_CACHE/bin/$NAME-$VERSION-$key
 if [ -z "$resolve_only" ]; then
   if [ -x "$OUT/$NAME" ]; then

@@ -53,7 +53,7 @@ run molecule
 run deploy       # real Pulumi deployments: waits for the Pulumi builds only
 run bench-smoke  # each benchmark once, smallest size: a broken benchmark shows here
 run builds       # waits for every Go build, then rehearses each one's resolution (make builds)
-if why=$(bash scripts/go-builds.sh wait kube prometheus); then
+if why=$(bash scripts/go-builds.sh wait kube prometheus kind coredns); then
   run k8s
 else
   bash scripts/stage.sh k8s --failed "the cluster build failed ($(paste -sd ';' <<<"$why"))"
