@@ -8,7 +8,14 @@ path).
 
 With WFA_BENCH_BEFORE=<git revision>, each no-op repeat also runs that revision's rollout
 (same hosts, same agent source), so a change to the no-op path is measured before and after in
-the same run: B A P, B A P, ... (P: the previous revision).
+the same run: B A P, B A P, ... (P: the previous revision). The first converge is then measured
+`repeats` times too, this tree's and that revision's alternately on fresh host containers (the
+order swapped each repeat), each after its own baseline play.
+
+Each first converge also reports where its CPU went: the controller's (ansible-playbook, its
+forks and the docker CLI it runs: the CPU of this process's children) and the hosts' (their
+containers' cgroups), separately, since on a real fleet each host has its own CPUs while here
+all share the machine's.
 
 The hosts, the network and the emulator container are named wfa-rel-bench-* and removed after.
 """
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import secrets
 import shutil
 import subprocess
@@ -86,6 +94,43 @@ def _inotify(count: int) -> None:
     print(f"bench: fs.inotify.max_user_instances {have} -> {need}", file=sys.stderr, flush=True)
 
 
+def _start_hosts(count: int) -> None:
+    """Fresh host containers (removed first if they exist), booted."""
+    names = _docker("ps", "-aq", "--filter", f"name=^{PREFIX}-h", check=False).stdout.split()
+    if names:
+        _docker("rm", "-f", *names, check=False)
+    for host in _hosts(count):
+        _docker(
+            "run", "-d", "--name", host, "--hostname", host, "--network", NET,
+            "--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined", "--cgroupns=host",
+            "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
+            "--tmpfs", "/tmp", "local/debian12-systemd:latest", "/sbin/init",
+        )  # fmt: skip
+    for host in _hosts(count):
+        _docker("exec", host, "systemctl", "is-system-running", "--wait", check=False)
+
+
+def _cpu_of_hosts(count: int) -> float | None:
+    """CPU seconds the host containers used so far (cgroup v1 or v2); None when unreadable."""
+    total = 0.0
+    for host in _hosts(count):
+        cid = _docker("inspect", "-f", "{{.Id}}", host).stdout.strip()
+        v1 = Path(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage")
+        v2 = [
+            Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat"),
+            Path(f"/sys/fs/cgroup/docker/{cid}/cpu.stat"),
+        ]
+        if v1.exists():
+            total += int(v1.read_text()) / 1e9
+            continue
+        stat = next((f for f in v2 if f.exists()), None)
+        if stat is None:
+            return None
+        usage = re.search(r"^usage_usec (\d+)", stat.read_text(), re.M)
+        total += int(usage.group(1)) / 1e6 if usage else 0.0
+    return total
+
+
 def _setup(work: Path, count: int) -> None:
     _teardown()
     _inotify(count)
@@ -100,15 +145,7 @@ def _setup(work: Path, count: int) -> None:
         "run", "-d", "--name", EMU, "--network", NET, "--env-file", str(env),
         "local/workflow-emulator:latest",
     )  # fmt: skip
-    for host in _hosts(count):
-        _docker(
-            "run", "-d", "--name", host, "--hostname", host, "--network", NET,
-            "--cap-add", "SYS_ADMIN", "--security-opt", "seccomp=unconfined", "--cgroupns=host",
-            "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
-            "--tmpfs", "/tmp", "local/debian12-systemd:latest", "/sbin/init",
-        )  # fmt: skip
-    for host in _hosts(count):
-        _docker("exec", host, "systemctl", "is-system-running", "--wait", check=False)
+    _start_hosts(count)
     lines = ["workflow_agents:", "  hosts:"]
     lines += [f"    {h}:" for h in _hosts(count)]
     lines += [
@@ -156,22 +193,33 @@ def _play(work: Path, playbook: str, log: str, serial: str = SERIAL, before: boo
     ]  # fmt: skip
     if before:  # the same agent (and so the same install) as this tree's
         cmd += ["-e", f"workflow_agent_source_dir={REPO / 'agent'}"]
+    count = len(_hosts_in(work))
+    cpu0, hosts0 = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_of_hosts(count)
     t0 = time.monotonic()
     proc = subprocess.run(
         cmd, capture_output=True, text=True, env=env, cwd=work, timeout=3600, check=False
     )
     seconds = time.monotonic() - t0
+    cpu1, hosts1 = resource.getrusage(resource.RUSAGE_CHILDREN), _cpu_of_hosts(count)
     (work / log).write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         raise RuntimeError(f"{playbook} failed (rc {proc.returncode}); see {work / log}")
     changed = sum(int(n) for n in re.findall(r"changed=(\d+)", proc.stdout))
     tasks = _task_seconds(proc.stdout)
+    controller = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     return {
         "seconds": round(seconds, 1),
+        "controller_cpu_s": round(controller, 1),
+        "hosts_cpu_s": None if hosts0 is None or hosts1 is None else round(hosts1 - hosts0, 1),
         "changed": changed,
         "task_runs": sum(n for n, _ in tasks.values()),
         "slowest_tasks_s": {k: round(t, 1) for k, (_, t) in list(tasks.items())[:10]},
     }
+
+
+def _hosts_in(work: Path) -> list[str]:
+    text = (work / "inventory.yml").read_text()
+    return re.findall(rf"^    ({PREFIX}-h\d+):$", text, re.M)
 
 
 _HEADER = re.compile(r"^(?:TASK|RUNNING HANDLER) \[(.*?)\]|^TASKS RECAP")
@@ -206,6 +254,7 @@ def size(work: Path, count: int, repeats: int) -> dict:
     baseline_before = _play(work, "baseline.yml", "baseline-0.log")
     first = _play(work, "selfhosted.workflow_agent.rollout", "rollout-0.log")
     runs = []
+    before_installs = 0
     for i in range(1, repeats + 1):
         base = _play(work, "baseline.yml", f"baseline-{i}.log")
         no_op = _play(work, "selfhosted.workflow_agent.rollout", f"rollout-{i}.log")
@@ -218,14 +267,19 @@ def size(work: Path, count: int, repeats: int) -> dict:
             "no_op_ratio": round(no_op["seconds"] / base["seconds"], 2),
             "no_op_s_per_host": round(no_op["seconds"] / count, 3),
         }
-        if BEFORE:
+        if BEFORE and not before_installs:
             prev = _play(work, "selfhosted.workflow_agent.rollout", f"before-{i}.log", before=True)
             if prev["changed"]:
-                raise RuntimeError(f"{BEFORE}'s no-op rollout {i} changed {prev['changed']} tasks")
-            run["before_no_op_s"] = prev["seconds"]
-            run["before_no_op_ratio"] = round(prev["seconds"] / base["seconds"], 2)
+                # BEFORE installs differently (its install's record differs from this tree's):
+                # its no-op is not measurable on these hosts. This tree's install is put back
+                # (not counted) and the rest of the repeats run without BEFORE's no-op.
+                before_installs = prev["changed"]
+                _play(work, "selfhosted.workflow_agent.rollout", f"restore-{i}.log")
+            else:
+                run["before_no_op_s"] = prev["seconds"]
+                run["before_no_op_ratio"] = round(prev["seconds"] / base["seconds"], 2)
         runs.append(run)
-    return {
+    out = {
         "hosts": count,
         "baseline_before": baseline_before,
         "first_converge": first,
@@ -235,6 +289,45 @@ def size(work: Path, count: int, repeats: int) -> dict:
         "runs": runs,
         "no_op": spread(runs),
     }
+    if before_installs:
+        out["before_no_op"] = (
+            f"n/a: {BEFORE} changed {before_installs} tasks on hosts this tree installed "
+            "(another install), so its no-op was not measured"
+        )
+    if BEFORE:
+        out["first_runs"] = _first_before_after(work, count, repeats)
+        out["first"] = spread(out["first_runs"])
+    return out
+
+
+def _first_before_after(work: Path, count: int, repeats: int) -> list[dict]:
+    """The first converge of this tree (A) and of BEFORE (P), each on fresh hosts after its own
+    baseline play: A P, P A, A P, ... so that a load that drifts hits both alike."""
+    runs = []
+    for i in range(1, repeats + 1):
+        run: dict = {}
+        for before in (False, True) if i % 2 else (True, False):
+            key = "before" if before else "after"
+            _start_hosts(count)
+            base = _play(work, "baseline.yml", f"first-baseline-{key}-{i}.log")
+            first = _play(
+                work, "selfhosted.workflow_agent.rollout", f"first-{key}-{i}.log", before=before
+            )
+            run[key] = {
+                "baseline_s": base["seconds"],
+                "first_s": first["seconds"],
+                "ratio": round(first["seconds"] / base["seconds"], 2),
+                "s_per_host": round(first["seconds"] / count, 2),
+                "controller_cpu_s_per_host": round(first["controller_cpu_s"] / count, 2),
+                "hosts_cpu_s_per_host": None
+                if first["hosts_cpu_s"] is None
+                else round(first["hosts_cpu_s"] / count, 2),
+                "baseline_controller_cpu_s_per_host": round(base["controller_cpu_s"] / count, 2),
+                "task_runs": first["task_runs"],
+                "slowest_tasks_s": first["slowest_tasks_s"],
+            }
+        runs.append(run)
+    return runs
 
 
 def run(sizes: tuple[int, ...] = SIZES, repeats: int = 5) -> dict:

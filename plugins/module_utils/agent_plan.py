@@ -332,6 +332,7 @@ def plan(inputs, platform, found, env_sha1="", after=None):
     fam = family(platform)
     job_home = s["job_home"]["path"]
     health = found.get("health") or []
+    listed = set((found.get("systemd") or {}).get("listed") or [])
     s.update(
         configured=configured,
         existing=existing,
@@ -349,6 +350,15 @@ def plan(inputs, platform, found, env_sha1="", after=None):
         base_todo=inputs["user"] in users_differ or bool(differ - {s["current"], job_home}),
         job_user_todo=bool(s["job_user"]) and (s["job_user"] in users_differ or job_home in differ),
         paths_todo=[p for p in s["paths"] if p["path"] in differ],
+        # The instances a restart may concern: on systemd those whose unit systemd had loaded
+        # at the look (a running one always is; the first converge has none, so its handlers
+        # ask systemd about nothing); launchd's are checked by their own tasks.
+        restartable=[
+            i
+            for i in s["present"]
+            if fam["service_manager"] != "systemd"
+            or "%s@%s.service" % (s["unit"], i["name"]) in listed
+        ],
         # The look found every instance healthy, each answering with its own name.
         seen_healthy=len(health) == len(present_names)
         and all(h.get("healthy") for h in health)
@@ -383,9 +393,12 @@ def converge(inputs, s, found, after):
     built = _built(after)
     wheelhouse = None
     if built is not None:
-        base = "%s/wheelhouse/%s" % (install_dir, built["key"])
+        # The environment archive (build_wheelhouse.py), kept on the host so that a reinstall
+        # of the same build copies nothing; its name is the build's key.
         wheelhouse = dict(
-            built, build_args=after.get("build_args"), host_dir=base, host_archive=base + ".tar"
+            built,
+            build_args=after.get("build_args"),
+            host_archive="%s/wheelhouse/%s" % (install_dir, built["archive"]),
         )
     targets = after.get("deploy_targets") or []
     lists = found.get("lists") or {}
@@ -417,7 +430,7 @@ def converge(inputs, s, found, after):
     unused = []
     if built is not None:
         keep = {s["venv"], s["current"], s["install"]["wheelhouse_dir"]}
-        keep |= {wheelhouse["host_dir"], wheelhouse["host_archive"]}
+        keep.add(wheelhouse["host_archive"])
         have = ["%s/%s" % (install_dir, n) for n in lists.get(install_dir, [])]
         have += [
             "%s/wheelhouse/%s" % (install_dir, n)
@@ -443,6 +456,16 @@ def converge(inputs, s, found, after):
     return {
         "wheelhouse": wheelhouse,
         "install_key": built["key"] if built is not None else None,
+        # files/install_env.py's argument (the task adds check mode): which archive, checked
+        # against which sha256, becomes which version's venv, recorded with which key.
+        "install": {
+            "archive": wheelhouse["host_archive"],
+            "sha256": built["archive_sha256"],
+            "venv": s["venv"],
+            "key": built["key"],
+        }
+        if "install" in todo
+        else None,
         "todo": todo,
         "unused": unused,
         "switch": switch,

@@ -73,19 +73,19 @@ def slots(host: str) -> int:
 
 def test_skip_install_downloads_nothing_and_still_configures(tmp_path, host):
     role(tmp_path / "install", host, workflow_agent_slots=1)
-    # The install out of date: the wheelhouse archive gone, the virtualenv's record of it too.
+    # The install out of date: the environment archive gone, the virtualenv's record of it too.
     sh(host, "rm -rf /opt/workflow-agent/wheelhouse /opt/workflow-agent/*/.wheelhouse")
 
     out = role(
         tmp_path / "skip", host, "--skip-tags", "workflow_agent_install", workflow_agent_slots=2
     )
     assert "Build the wheelhouse" not in out
-    assert "Copy the wheelhouse archive" not in out
+    assert "Copy the environment archive" not in out
     assert sh(host, "test -e /opt/workflow-agent/wheelhouse || echo absent").strip() == "absent"
     assert slots(host) == 2  # configured all the same
 
     out = role(tmp_path / "only", host, "--tags", "workflow_agent_install", workflow_agent_slots=3)
-    assert "Copy the wheelhouse archive to the host" in out
+    assert "Copy the environment archive to the host" in out
     assert sh(host, "ls /opt/workflow-agent/wheelhouse").strip()
     assert sh(host, "cat /opt/workflow-agent/current/.wheelhouse").strip()
     assert slots(host) == 2  # the configs are workflow_agent_configure's

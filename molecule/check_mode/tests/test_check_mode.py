@@ -43,7 +43,8 @@ def test_check_run_passed_and_predicted_changes(host, check_log):
         "Create the agent's system user",
         "Write each instance's config, validated by the agent's own schema",
         "Install the hardened template unit",
-        "Create the virtualenv",
+        "Copy the environment archive to the host",
+        "Install the environment, hash-checked",
         "Point `current` at this version",
     ],
 )

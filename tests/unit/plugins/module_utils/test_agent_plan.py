@@ -285,6 +285,32 @@ def test_what_must_change(name, over, found, want):
     assert {key: got[key] for key in want} == want, name
 
 
+# Which instances the restart handlers ask about: on systemd only those whose unit systemd had
+# loaded at the look (a running unit always is).
+@pytest.mark.parametrize(
+    ("name", "platform", "found", "want"),
+    [
+        ("a fresh host: none (the state tasks start them)", DEBIAN, {}, []),
+        (
+            "one instance's unit loaded, another's not yet",
+            DEBIAN,
+            {"systemd": {"listed": ["workflow-agent@b.service", "other@1.service"]}},
+            ["b"],
+        ),
+        (
+            "both loaded",
+            DEBIAN,
+            {"systemd": {"listed": ["workflow-agent@1.service", "workflow-agent@b.service"]}},
+            ["1", "b"],
+        ),
+        ("launchd: all, its restart tasks check each", MACOS, {}, ["1", "b"]),
+    ],
+)
+def test_restartable_instances(name, platform, found, want):
+    got = plan(inputs(), platform, found)
+    assert [i["name"] for i in got["restartable"]] == want, name
+
+
 def test_paths_todo_are_the_differing_base_paths_with_their_owner_and_mode():
     got = plan(inputs(), DEBIAN, {"paths_differ": ["/var/lib/wfa/b", "/opt/wfa/current"]})
     assert got["paths_todo"] == [
@@ -304,7 +330,7 @@ def test_no_look_means_nothing_found():
 
 
 ARGS = ["--source", "/src", "--version", "0.2.0"]
-MANIFEST = {"key": "k2", "dir": "/cache/k2", "archive": "wheelhouse.tar", "archive_sha256": "a"}
+MANIFEST = {"key": "k2", "dir": "/cache/k2", "archive": "k2.tar.gz", "archive_sha256": "a"}
 UNIT_OK = {
     "isreg": True,
     "pw_name": "root",
@@ -366,7 +392,7 @@ def converge_of(found, over=None, platform=None, **after_over):
                 reads={"/opt/wfa/0.2.0/.wheelhouse": None},
                 lists={
                     "/opt/wfa": ["0.1.0", "current", "wheelhouse"],
-                    "/opt/wfa/wheelhouse": ["k1", "k1.tar", "k2", "k2.tar"],
+                    "/opt/wfa/wheelhouse": ["k1", "k1.tar", "k2.tar.gz"],
                 },
                 paths_differ=["/opt/wfa/current"],
             ),
@@ -374,6 +400,13 @@ def converge_of(found, over=None, platform=None, **after_over):
             {},
             {
                 "todo": ["install", "current"],
+                "install": {
+                    "archive": "/opt/wfa/wheelhouse/k2.tar.gz",
+                    "sha256": "a",
+                    "venv": "/opt/wfa/0.2.0",
+                    "key": "k2",
+                },
+                # An unpacked wheelhouse and its archive: the layout before environments.
                 "unused": [
                     "/opt/wfa/0.1.0",
                     "/opt/wfa/wheelhouse/k1",
@@ -381,6 +414,32 @@ def converge_of(found, over=None, platform=None, **after_over):
                 ],
                 "health_check": True,
             },
+        ),
+        (
+            "this version from another build: installed again; its old archive and a partial "
+            "install of a stopped run unused",
+            dict(
+                AS_WANTED,
+                reads={"/opt/wfa/0.2.0/.wheelhouse": "k1"},
+                lists={
+                    "/opt/wfa": ["0.2.0", "0.2.0.partial", "current", "wheelhouse"],
+                    "/opt/wfa/wheelhouse": ["k1.tar.gz", "k2.tar.gz"],
+                },
+            ),
+            {},
+            {},
+            {
+                "todo": ["install"],
+                "unused": ["/opt/wfa/0.2.0.partial", "/opt/wfa/wheelhouse/k1.tar.gz"],
+                "todo_any": True,
+            },
+        ),
+        (
+            "installed from this build: nothing to install",
+            dict(AS_WANTED, lists={"/opt/wfa/wheelhouse": ["k2.tar.gz"]}),
+            {},
+            {},
+            {"todo": [], "install": None, "unused": []},
         ),
         (
             "no wheelhouse (--skip-tags workflow_agent_install): no install compared or removed",
@@ -480,10 +539,9 @@ def test_launchd_always_rewrites_through_its_template_tasks():
     assert got["todo_any"]  # launchd: a restart is always assumed
 
 
-def test_the_wheelhouse_on_the_host_is_named_by_its_key():
+def test_the_archive_on_the_host_is_named_by_its_key():
     got = converge_of(AS_WANTED)
-    assert got["wheelhouse"]["host_dir"] == "/opt/wfa/wheelhouse/k2"
-    assert got["wheelhouse"]["host_archive"] == "/opt/wfa/wheelhouse/k2.tar"
+    assert got["wheelhouse"]["host_archive"] == "/opt/wfa/wheelhouse/k2.tar.gz"
     assert got["wheelhouse"]["build_args"] == ARGS
 
 
