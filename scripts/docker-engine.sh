@@ -20,7 +20,7 @@ needs_capfilter() {
 }
 install_capfilter() { # -> 0 when daemon.json changed
   local conf=/etc/docker/daemon.json want
-  install -D -m 0755 scripts/runc-capfilter "$CAPFILTER"
+  install -D -m 0755 "$(dirname "$0")/runc-capfilter" "$CAPFILTER"
   want=$(jq --arg p "$CAPFILTER" '.runtimes.capfilter = {path: $p} | ."default-runtime" = "capfilter"'     "$conf" 2>/dev/null || jq -n --arg p "$CAPFILTER" '{runtimes: {capfilter: {path: $p}}, "default-runtime": "capfilter"}')
   [ "$want" != "$(cat "$conf" 2>/dev/null)" ] || return 1
   mkdir -p /etc/docker
