@@ -15,7 +15,7 @@ help:
 	@echo "make demo-down  tear the demo down"
 	@echo "make test       the whole suite (lint, sanity, units, pytest, galaxy build, molecule, deploy, builds, k8s)"
 	@echo "make lint | sanity | units | pytest | galaxy | molecule | deploy | builds | k8s | bench | soak | k8s-up | k8s-down"
-	@echo "make go-builds  the Go builds (Pulumi, its YAML language host, Kubernetes, Prometheus)"
+	@echo "make go-builds  the Go builds (Helm, Pulumi, its YAML language host, Kubernetes with kubeadm, Prometheus, the registry, kind, CoreDNS, actionlint)"
 	@echo "make pulumi-image  local/pulumi:latest, the job image with those Pulumi binaries"
 
 venv: $(VENV)/.stamp
