@@ -247,8 +247,10 @@ def installed_collection(tmp_path_factory) -> Path:
     ansible = str(BIN / "ansible-galaxy")
     run(ansible, "collection", "build", "--force", "--output-path", str(base / "dist"), str(REPO))
     (tarball,) = (base / "dist").glob("selfhosted-workflow_agent-*.tar.gz")
-    run(ansible, "collection", "install", "--offline", "--no-deps", "-p", str(base / "cols"),
-        str(tarball), cwd=base)  # fmt: skip
+    # --force: ansible-galaxy counts a copy in the user's own collections path as installed
+    # already, and would install nothing here.
+    run(ansible, "collection", "install", "--offline", "--no-deps", "--force", "-p",
+        str(base / "cols"), str(tarball), cwd=base)  # fmt: skip
     root = base / "cols" / "ansible_collections" / "selfhosted" / "workflow_agent"
     assert (root / "playbooks" / "image.yml").is_file()
     assert not (root / "scripts").exists() and not (root / "requirements").exists()
