@@ -75,9 +75,8 @@ while read -r ref; do
     *) die "kubeadm $KUBE_VERSION wants $ref, which nothing here builds" ;;
   esac
 done < <("$KUBE_BIN/kubeadm" config images list --kubernetes-version "$KUBE_VERSION")
-# containerd's sandbox image (base/Containerfile) is the pause kind's build asks for.
-sandbox=$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$work/base/files/etc/containerd/config.toml" | sed 's/:3.10$/:3.10.1/')
-[[ " ${pause_tags[*]} " == *" $sandbox "* ]] || pause_tags+=("$sandbox")
+# kind's build also asks for containerd's sandbox image: base/Containerfile sets it to kubeadm's
+# pause, listed above (a mismatch fails kind's build, naming the image it would fetch).
 log "images: ${kube_tags[*]} ${coredns_tags[*]} ${pause_tags[*]}"
 build local/wfa-kind-kube:latest "$work/kube" "${kube_tags[@]}"
 build local/wfa-kind-coredns:latest "$work/coredns" "${coredns_tags[@]}"
