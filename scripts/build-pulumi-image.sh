@@ -17,6 +17,11 @@ pulumi=$(bash scripts/build-go-tool.sh pulumi)
 yaml=$(bash scripts/build-go-tool.sh pulumi-language-yaml)
 version=$("$pulumi" version)
 version=${version#v}
+# One build at a time per STATE (make test's deploy stage and bench-smoke may ask together): the
+# second waits, then finds the image up to date.
+mkdir -p "$STATE"
+exec 9>"$STATE/.lock-pulumi-image"
+flock 9
 hash=$(printf '%s\n' "$base_id" "$(sha256sum <"$DIR/Containerfile")" "$pulumi" "$yaml" | sha256sum | cut -c1-16)
 if [ "$(image_hash "$NAME:latest")" = "$hash" ]; then
   echo "images: $NAME:latest up to date"

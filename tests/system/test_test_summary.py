@@ -115,8 +115,14 @@ exec bash {root}/scripts/stage.sh "$target" -- \\
             "{passed} passed, 2 failed, 0 skipped; 2 stages failed "
             "(molecule: make molecule failed before the stage ran, k8s: the cluster build failed)",
         ),
+        (  # bench-smoke runs in the background, beside deploy and builds
+            "bench-smoke",
+            "{passed} passed, 2 failed, 0 skipped; 2 stages failed "
+            "(bench-smoke: make bench-smoke failed before the stage ran, "
+            "k8s: the cluster build failed)",
+        ),
     ],
-    ids=["build-failed", "and-a-prerequisite"],
+    ids=["build-failed", "and-a-prerequisite", "and-the-background-stage"],
 )
 def test_test_sh_closing_line_names_the_stages_that_failed_without_cases(
     tmp_path, fail_before, expected
@@ -142,7 +148,7 @@ def test_test_sh_closing_line_names_the_stages_that_failed_without_cases(
     summary = (tmp_path / "state/summary").read_text()
     # Each stage that passed ran its one case; bootstrap has none.
     passed = len(re.findall(r"^(?!bootstrap )\S+ +PASS in ", summary, re.MULTILINE))
-    assert passed >= 7, summary  # lint sanity units pytest galaxy molecule bench-smoke, at least
+    assert passed >= 7, summary  # lint sanity units pytest galaxy molecule deploy builds, at least
     assert last == "tests: " + expected.format(passed=passed), proc.stdout + proc.stderr
     assert ci_failed(last) > 0
     assert "kube: not built by this run" in summary
