@@ -51,14 +51,23 @@ options:
           - The file's content (O(paths[].state=file) only, and required there). Never logged
             or shown in a diff, since it may hold credentials (a proxy URL).
         type: str
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - selfhosted.workflow_agent.attributes
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: partial
-    details: The diff shows each path's state, owner, group and mode, never a file's content.
+    details:
+      - The diff shows each changed path's state, owner, group and mode, never a file's content.
+  idempotent:
+    support: full
   platform:
     platforms: posix
+seealso:
+  - module: ansible.builtin.file
+  - module: ansible.builtin.copy
 """
 
 EXAMPLES = r"""
