@@ -27,7 +27,6 @@ if [ "$(image_hash "$NAME:latest")" = "$hash" ]; then
   echo "images: $NAME:latest up to date"
 else
   echo "images: building $NAME:latest (Pulumi $version)"
-  mkdir -p "$STATE"
   ctx=$(mktemp -d "$STATE/pulumi-image.XXXXXX")
   trap 'rm -rf "$ctx"' EXIT
   cp "$DIR/Containerfile" "$ctx/"

@@ -187,10 +187,10 @@ def _one(module, entry, diff):
         )
     if state == "directory":
         made = kind == "absent"
-        if made and not module.check_mode:
-            os.makedirs(path)
         if made and module.check_mode:
             return True, False
+        if made:
+            os.makedirs(path)
         return module.set_fs_attributes_if_different(_attrs(module, entry, path), made, diff), False
     content = to_bytes(entry["content"], errors="surrogate_or_strict")
     if kind == "absent" or _sha1(path) != hashlib.sha1(content).hexdigest():  # noqa: S324
